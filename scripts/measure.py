@@ -1,0 +1,409 @@
+"""One measurement job: private database, pinned server, verified answer, warm-up, ELU window, record."""
+
+import http.client
+import json
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
+
+import pgcluster
+import procs
+import provenance
+from records import (
+    WORKLOADS,
+    RunError,
+    check_database,
+    check_elu,
+    check_load,
+    derive,
+    lockfile_versions,
+    parse_autocannon,
+)
+
+SERVER_READY_TIMEOUT_S = 20.0
+DB_COUNTER_SQL = """
+SELECT coalesce(sum(s.calls), 0)::bigint
+FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+WHERE d.datname = current_database()
+  AND s.query ILIKE '%from users%' AND s.query NOT ILIKE '%pg_stat_statements%'
+"""
+
+
+@dataclass(frozen=True)
+class Cell:
+    server: str
+    workload: str
+    connections: int
+    repetition: int
+
+    def label(self) -> str:
+        return f"{self.workload}/{self.server} c{self.connections} r{self.repetition}"
+
+
+@dataclass(frozen=True)
+class Options:
+    warmup_s: float
+    duration_s: float
+    pool_size: int
+    server_port: int
+    database: dict
+    scratch_dir: str
+    node: str
+
+
+@dataclass(frozen=True)
+class Paths:
+    repo: Path
+    server_file: Path
+    driver: Path
+    lockfile: Path
+    fixture: Path
+    template: Path | None
+
+
+def scratch_base(setting: str) -> str:
+    """Where private copies of the database go: RAM-backed /dev/shm when it is usable."""
+    if setting and setting != "auto":
+        return os.path.expandvars(setting)
+    if os.environ.get("TMPDIR"):
+        return os.environ["TMPDIR"]
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30:
+        return shm
+    return tempfile.gettempdir()
+
+
+def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, str, bytes]:
+    """GET a path on the server: (status, content type, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        res = conn.getresponse()
+        return res.status, res.getheader("content-type", ""), res.read()
+    finally:
+        conn.close()
+
+
+def get_json(port: int, path: str, expect_status: int = 200):
+    """GET a path and parse its JSON answer, with RunError for anything else."""
+    try:
+        status, ctype, body = http_get(port, path)
+    except OSError as e:
+        raise RunError(f"GET {path} failed: {e}") from None
+    if status != expect_status:
+        raise RunError(f"GET {path} answered HTTP {status}, expected {expect_status}: {body[:200]!r}")
+    if not ctype.startswith("application/json"):
+        raise RunError(f"GET {path} answered content type {ctype!r}, expected application/json")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise RunError(f"GET {path} answered a body that is not JSON: {body[:200]!r}") from None
+
+
+def expected_answer(workload: str, admin: psycopg.Connection, fixture: Path):
+    """What the workload's path must answer, read independently of the server's SQL."""
+    if workload == "empty":
+        return json.loads(fixture.read_text())
+    if workload == "point-lookup":
+        uid = int(WORKLOADS[workload]["path"].rsplit("/", 1)[1])
+        row = admin.execute("SELECT row_to_json(u) FROM users u WHERE id = %s", (uid,)).fetchone()
+        if row is None:
+            raise RunError(f"the database has no user {uid}; is the template seeded?")
+        return row[0]
+    if workload == "list":
+        return admin.execute(
+            "SELECT json_agg(row_to_json(u) ORDER BY u.id) FROM (SELECT * FROM users ORDER BY id LIMIT 100) u"
+        ).fetchone()[0]
+    raise RunError(f"unknown workload {workload!r}")
+
+
+def verify_answers(port: int, workload: str, expected) -> None:
+    """The workload's answer equals what the database holds; bad ids are 400 and 404."""
+    path = WORKLOADS[workload]["path"]
+    got = get_json(port, path)
+    if got != expected:
+        raise RunError(
+            f"GET {path} answered a body that differs from what the database holds:\n"
+            f"  got      {json.dumps(got)[:300]}\n  expected {json.dumps(expected)[:300]}"
+        )
+    if workload == "point-lookup":
+        for bad, status in (("/users/abc", 400), ("/users/999999999", 404)):
+            got_status = http_get(port, bad)[0]
+            if got_status != status:
+                raise RunError(f"GET {bad} answered HTTP {got_status}, expected {status}")
+
+
+class LineReader:
+    """Read newline-terminated JSON from a child's stdout with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen, name: str, stderr_path: Path):
+        self.proc, self.name, self.stderr_path, self.buf = proc, name, stderr_path, b""
+
+    def read(self, timeout: float, what: str) -> dict:
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RunError(f"{self.name} gave no {what} within {timeout:g} s")
+            ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    code = self.proc.wait()
+                    raise RunError(f"{self.name} exited with status {code} before its {what}: {tail(self.stderr_path)}")
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+
+def tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no output)"
+    return " | ".join(text[-lines:]) or "(no output)"
+
+
+class Database:
+    """The job's database: a private copy of the template, or the configured DSN."""
+
+    def __init__(self, opts: Options, paths: Paths, scratch: Path, cpus: list[int], log):
+        self.opts, self.paths, self.scratch, self.cpus, self.log = opts, paths, scratch, cpus, log
+        self.proc = None
+
+    def __enter__(self):
+        dsn = self.opts.database.get("dsn") or ""
+        if dsn:
+            self.mode = "dsn"
+            self.admin_conninfo = dsn
+            params = conninfo_to_dict(dsn)
+            self.app_env = {f"PG{k.upper()}": str(v) for k, v in params.items()
+                            if k in ("host", "port", "user", "password", "dbname")}
+            if "PGDBNAME" in self.app_env:
+                self.app_env["PGDATABASE"] = self.app_env.pop("PGDBNAME")
+            return self
+        self.mode = "embedded"
+        if self.paths.template is None or not (self.paths.template / "PG_VERSION").is_file():
+            raise pgcluster.DatabaseError(
+                f"the database template {self.paths.template} is missing or incomplete; "
+                "rebuild it with `snakemake --cores 1 --forcerun build_database_template reports/all`"
+            )
+        user = pgcluster.run_as_account(self.opts.database.get("run_as", "nobody"))
+        pgcluster.hand_over(self.scratch, user)
+        install = pgcluster.usable_install(user, self.scratch)
+        datadir = self.scratch / "pgdata"
+        shutil.copytree(self.paths.template, datadir, symlinks=True)
+        os.chmod(datadir, 0o700)
+        pgcluster.hand_over(datadir, user)
+        self.port = procs.free_port()
+        self.log_path = self.scratch / "postgres.log"
+        self.proc = pgcluster.start(install, datadir, self.port, self.opts.database.get("settings", {}),
+                                    self.log_path, cpus=self.cpus)
+        self.admin_conninfo = pgcluster.conninfo(self.port, dbname=pgcluster.APP_DB)
+        self.app_env = {"PGHOST": "127.0.0.1", "PGPORT": str(self.port),
+                        "PGUSER": pgcluster.APP_ROLE, "PGDATABASE": pgcluster.APP_DB}
+        return self
+
+    def wait_ready(self):
+        if self.proc is not None:
+            pgcluster.wait_ready(self.proc, self.port, self.log_path)
+
+    def __exit__(self, *exc):
+        pgcluster.stop(self.proc)
+
+
+def start_server(node: str, paths: Paths, port: int, env: dict, cpus: list[int], log_path: Path):
+    """Start the server pinned to cpus; its stdout and stderr go to log_path."""
+    with open(log_path, "wb") as out:
+        return procs.spawn([node, str(paths.server_file)], cpus=cpus, cwd=paths.server_file.parent,
+                           env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+
+def wait_server_ready(proc: subprocess.Popen, name: str, log_path: Path) -> None:
+    """Wait for the readiness line; fail with the server's own words if it exits first."""
+
+    def ready():
+        if proc.poll() is not None:
+            raise RunError(f"server {name} exited with status {proc.returncode} before it was ready: {tail(log_path)}")
+        try:
+            return any(line.startswith("READY ") for line in log_path.read_text(errors="replace").splitlines())
+        except OSError:
+            return False
+
+    try:
+        procs.wait_for(ready, SERVER_READY_TIMEOUT_S, interval=0.01, what=f"server {name} to print READY")
+    except TimeoutError as e:
+        raise RunError(f"{e}: {tail(log_path)}") from None
+
+
+def check_identity(port: int, name: str, pid: int | None = None) -> dict:
+    """/__whoami must name the configuration asked for (and the same process, when pid is given)."""
+    who = get_json(port, "/__whoami")
+    if who.get("name") != name:
+        raise RunError(f"the server on port {port} says it is {who.get('name')!r}, not {name!r}; refusing to measure it")
+    if pid is not None and who.get("pid") != pid:
+        raise RunError(f"the server on port {port} is now pid {who.get('pid')}, not pid {pid}: it was restarted")
+    return who
+
+
+def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
+    """Run one cell end to end and return its run record; raise RunError if it is not a result."""
+    started_at = datetime.now(timezone.utc)
+    server_cpus, client_cpus = procs.split_cpus(procs.job_cpus())
+    workload = WORKLOADS[cell.workload]
+    progress(f"start {cell.label()}: warm-up {opts.warmup_s:g} s, window {opts.duration_s:g} s, "
+             f"server CPU {server_cpus}, client CPU {client_cpus}")
+    port = procs.require_free_port(opts.server_port) if opts.server_port else procs.free_port()
+    with ExitStack() as stack:
+        scratch = Path(tempfile.mkdtemp(prefix="nodebench-", dir=scratch_base(opts.scratch_dir)))
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        db = stack.enter_context(Database(opts, paths, scratch, client_cpus, log))
+        env = {"PATH": os.environ.get("PATH", ""), "PORT": str(port), "NODE_ENV": "production",
+               "NODEBENCH_POOL_SIZE": str(opts.pool_size), **db.app_env}
+        server_log = scratch / "server.log"
+        server = start_server(opts.node, paths, port, env, server_cpus, server_log)
+        stack.callback(procs.stop, server)
+        db.wait_ready()
+        wait_server_ready(server, cell.server, server_log)
+        who = check_identity(port, cell.server, server.pid)
+        if who.get("pid") != server.pid:
+            raise RunError(f"/__whoami on port {port} answered pid {who.get('pid')}, but the job started pid {server.pid}")
+        admin = stack.enter_context(psycopg.connect(db.admin_conninfo, autocommit=True))
+        pg_version = admin.execute("SHOW server_version").fetchone()[0]
+        verify_answers(port, cell.workload, expected_answer(cell.workload, admin, paths.fixture))
+        log(f"server {who} verified on port {port}")
+
+        driver_err = scratch / "driver.err"
+        with open(driver_err, "wb") as err:
+            args = {"url": f"http://127.0.0.1:{port}{workload['path']}", "connections": cell.connections,
+                    "warmup_s": opts.warmup_s, "duration_s": opts.duration_s}
+            driver = procs.spawn([opts.node, str(paths.driver), json.dumps(args)], cpus=client_cpus,
+                                 cwd=paths.driver.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 stderr=err, bufsize=0)
+        stack.callback(procs.stop, driver)
+        lines = LineReader(driver, "the autocannon driver", driver_err)
+        warm = lines.read(opts.warmup_s + 30, "warm-up summary")
+        check_load({**warm, "status_counts": {}}, phase="warm-up")
+        q0 = admin.execute(DB_COUNTER_SQL).fetchone()[0]
+        driver.stdin.write(b"go\n")
+        driver.stdin.flush()
+        try:
+            out = lines.read(opts.duration_s + 60, "result")
+        except RunError as e:
+            if server.poll() is not None:
+                raise RunError(f"server {cell.server} exited with status {server.returncode} during the measured "
+                               f"window: {tail(server_log)}") from None
+            raise e
+        q1 = admin.execute(DB_COUNTER_SQL).fetchone()[0]
+        if server.poll() is not None:
+            raise RunError(f"server {cell.server} exited with status {server.returncode} during the measured window")
+        check_identity(port, cell.server, server.pid)
+        load = parse_autocannon(out["autocannon"])
+        check_load(load)
+        elu = out["elu"]
+        check_elu(elu)
+        check_database(q1 - q0, load["requests"], workload["queries_per_request"], cell.connections)
+        procs.stop(server)
+        server_exit = server.returncode
+        if server_exit != 0:
+            log(f"warning: server exited with status {server_exit} on SIGTERM (expected a graceful 0)")
+    window_s = out["window_s"]
+    record = {
+        "server": cell.server,
+        "workload": cell.workload,
+        "connections": cell.connections,
+        "repetition": cell.repetition,
+        "load_generator": "autocannon",
+        "stopping_rule": "duration",
+        "path": workload["path"],
+        "warmup_s": float(opts.warmup_s),
+        "duration_s": float(opts.duration_s),
+        "pool_size": opts.pool_size,
+        "window_s": window_s,
+        **{k: v for k, v in load.items()},
+        "warmup_requests": warm["requests"],
+        "elu_idle_ms": elu["idle_ms"],
+        "elu_active_ms": elu["active_ms"],
+        "elu_utilization": elu["utilization"],
+        "elu_window_ms": elu["wall_ms"],
+        "server_cpu_user_us": elu["cpu_user_us"],
+        "server_cpu_system_us": elu["cpu_system_us"],
+        "client_cpu_user_us": out["client_cpu_user_us"],
+        "client_cpu_system_us": out["client_cpu_system_us"],
+        "client_cpu_util": (out["client_cpu_user_us"] + out["client_cpu_system_us"]) / (window_s * 1e6),
+        "db_counter": "pg_stat_statements.calls",
+        "db_queries": q1 - q0,
+        "db_queries_per_request": (q1 - q0) / load["requests"],
+        **derive(load, window_s, elu),
+        "server_cpus": ",".join(map(str, server_cpus)),
+        "client_cpus": ",".join(map(str, client_cpus)),
+        "db_cpus": ",".join(map(str, client_cpus)) if db.mode == "embedded" else "",
+        "server_pid": who["pid"],
+        "server_exit_code": server_exit,
+        "framework": who["framework"],
+        "framework_version": who["framework_version"],
+        "node_version": who["node_version"],
+        **lockfile_versions(paths.lockfile),
+        "database_mode": db.mode,
+        "postgres_version": pg_version,
+        **provenance.machine(),
+        "pipeline_commit": provenance.git_commit(paths.repo),
+        "started_at": started_at.isoformat(timespec="milliseconds"),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+    }
+    progress(f"done  {cell.label()}: {record['req_per_s']:,.0f} req/s, {record['us_per_req_elu']:.1f} us/req "
+             f"(ELU {record['elu_utilization']:.2f}), client CPU {record['client_cpu_util']:.2f}")
+    return record
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def main(sm) -> None:
+    """The Snakemake entry point: read the job's wildcards and params, write the record."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+    cell = Cell(sm.wildcards.server, sm.wildcards.workload, int(sm.wildcards.connections), int(sm.wildcards.rep))
+    p = sm.params
+    opts = Options(float(p.warmup_s), float(p.duration_s), int(p.pool_size), int(p.server_port),
+                   dict(p.database), str(p.scratch_dir), str(p.node))
+    template = Path(sm.input.template) if "template" in sm.input.keys() else None
+    paths = Paths(Path(p.repo), Path(sm.input.server).resolve(), Path(sm.input.driver).resolve(),
+                  Path(sm.input.lockfile), Path(sm.input.fixture), template)
+    out = Path(sm.output.record)
+    with open(sm.log[0], "w") as logf:
+
+        def log(msg):
+            print(f"{datetime.now().isoformat(timespec='milliseconds')} {msg}", file=logf, flush=True)
+
+        def progress(msg):
+            log(msg)
+            print(f"[measure] {msg}", file=sys.stderr, flush=True)
+
+        try:
+            record = measure(cell, opts, paths, log, progress)
+        except (RunError, pgcluster.DatabaseError, procs.PortInUseError) as e:
+            log(f"error: {e}")
+            print(f"[measure] FAILED {cell.label()}: {e}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
+        tmp = out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
+        tmp.replace(out)
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    main(snakemake)  # noqa: F821

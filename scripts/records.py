@@ -1,0 +1,101 @@
+"""Pure functions that turn what one measurement saw into a run record, and judge it."""
+
+import json
+from pathlib import Path
+
+
+class RunError(RuntimeError):
+    """A measurement that is not a result: the job fails with this message."""
+
+
+# What each workload asks and how many queries one request must cost the database.
+WORKLOADS = {
+    "empty": {"path": "/static/1", "queries_per_request": 0},
+    "point-lookup": {"path": "/users/4242", "queries_per_request": 1},
+    "list": {"path": "/list", "queries_per_request": 1},
+}
+
+LATENCY_KEYS = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
+                "max": "latency_max_ms", "mean": "latency_mean_ms"}
+
+
+def parse_autocannon(result: dict) -> dict:
+    """The fields of an autocannon result (its JSON output) that a run record keeps."""
+    status_counts = {str(k): int(v.get("count", 0)) for k, v in (result.get("statusCodeStats") or {}).items()}
+    out = {
+        "requests": int(result["requests"]["total"]),
+        "responses_2xx": int(result["2xx"]),
+        "errors": int(result["errors"]),
+        "timeouts": int(result["timeouts"]),
+        "non2xx": int(result["non2xx"]),
+        "resets": int(result.get("resets", 0)),
+        "bytes": int(result["throughput"]["total"]),
+        "client_reported_duration_s": float(result["duration"]),
+        "client_reported_req_per_s": float(result["requests"]["average"]),
+        "status_counts": status_counts,
+    }
+    for key, name in LATENCY_KEYS.items():
+        out[name] = float(result["latency"][key])
+    return out
+
+
+def check_load(load: dict, phase: str = "measured window") -> None:
+    """Raise RunError if the load generator saw any error, timeout or non-2xx answer."""
+    problems = []
+    if load["errors"]:
+        problems.append(f"{load['errors']} errors")
+    if load["timeouts"]:
+        problems.append(f"{load['timeouts']} timeouts")
+    if load["non2xx"]:
+        bad = {k: v for k, v in load.get("status_counts", {}).items() if not k.startswith("2")}
+        detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
+        problems.append(f"{load['non2xx']} non-2xx responses" + (f" ({detail})" if detail else ""))
+    if problems:
+        raise RunError(f"the load generator saw {', '.join(problems)} during the {phase}; this run is not a result")
+    if load["requests"] <= 0:
+        raise RunError(f"the load generator completed no requests during the {phase}")
+
+
+def check_database(queries: int, requests: int, per_request: int, connections: int) -> None:
+    """Raise RunError unless the database did per_request queries for each request.
+
+    Requests cut off when the window closes may have run their query without their
+    response being counted, so up to one query per connection may be extra.
+    """
+    expected = requests * per_request
+    slack = connections * per_request
+    if not (expected <= queries <= expected + slack):
+        raise RunError(
+            f"the database ran {queries} queries for {requests} requests "
+            f"(expected {expected} to {expected + slack}); the workload did not do the work it claims"
+        )
+
+
+def derive(load: dict, window_s: float, elu: dict) -> dict:
+    """Rates and CPU per request from the raw counts of one measured window."""
+    requests = load["requests"]
+    req_per_s = requests / window_s
+    cpu_us = elu["cpu_user_us"] + elu["cpu_system_us"]
+    return {
+        "req_per_s": req_per_s,
+        "bytes_per_s": load["bytes"] / window_s,
+        "us_per_req_elu": elu["utilization"] * 1e6 / req_per_s,
+        "us_per_req_cpu": cpu_us / requests,
+        "server_cpu_util": cpu_us / (elu["wall_ms"] * 1000.0),
+    }
+
+
+def check_elu(elu: dict) -> None:
+    """Raise RunError when the server's ELU window is not a plausible measurement."""
+    u = elu["utilization"]
+    if not (0.0 < u <= 1.0):
+        raise RunError(f"the server reported event-loop utilization {u!r}, outside (0, 1]")
+    if elu["wall_ms"] <= 0:
+        raise RunError("the server's ELU window has no duration")
+
+
+def lockfile_versions(lock_path: Path, packages=("express", "fastify", "pg", "autocannon")) -> dict:
+    """Installed versions of the packages that matter, read from package-lock.json."""
+    lock = json.loads(Path(lock_path).read_text())
+    pkgs = lock.get("packages", {})
+    return {f"{name}_version": pkgs.get(f"node_modules/{name}", {}).get("version") for name in packages}

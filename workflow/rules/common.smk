@@ -1,0 +1,78 @@
+import re
+from pathlib import Path
+
+SERVERS_DIR = Path(workflow.basedir) / "servers"
+# Server files that are shared code, not server configurations.
+NOT_SERVERS = {"contract"}
+
+
+def available_servers():
+    """Names of the server configurations that exist as servers/<name>.js."""
+    return sorted(p.stem for p in SERVERS_DIR.glob("*.js") if p.stem not in NOT_SERVERS)
+
+
+def check_servers(names):
+    """Fail before any job runs when config names a server that has no file."""
+    missing = [n for n in names if n not in available_servers()]
+    if missing:
+        raise WorkflowError(
+            f"config key 'servers' names {', '.join(map(repr, missing))}, which has no file "
+            f"servers/<name>.js; available: {', '.join(available_servers())}"
+        )
+
+
+check_servers(config["servers"])
+
+# Measurement jobs never overlap on one machine: each takes the one unit of 'bench'.
+# The default profile sets the same limit; this keeps it when no profile is used.
+if "bench" not in workflow.global_resources:
+    workflow.register_resource("bench", 1)
+
+EMBEDDED = not config["database"].get("dsn")
+DATABASE_INFO = "data/database/database.json"
+TEMPLATE = "data/database/template"
+NODE_MODULES = "servers/node_modules/.nodebench-installed"
+
+
+wildcard_constraints:
+    server="|".join(map(re.escape, config["servers"])),
+    workload="|".join(map(re.escape, config["workloads"])),
+    connections=r"\d+",
+    rep=r"\d+",
+
+
+def cells():
+    """Every (workload, server, connections, repetition) in the configured matrix."""
+    for workload, spec in config["workloads"].items():
+        for server in config["servers"]:
+            for connections in spec["connections"]:
+                for rep in range(1, config["repetitions"] + 1):
+                    yield workload, server, connections, rep
+
+
+def run_records():
+    """Paths of all run records the configured matrix produces."""
+    return [
+        f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells()
+    ]
+
+
+def measure_inputs(wildcards):
+    """Only this cell's server file plus what every server shares."""
+    inputs = {
+        "server": f"servers/{wildcards.server}.js",
+        "contract": "servers/contract.js",
+        "fixture": "servers/fixtures/static-user.json",
+        "driver": "servers/loadgen/autocannon.js",
+        "lockfile": "servers/package-lock.json",
+        "node_modules": NODE_MODULES,
+        "database": DATABASE_INFO,
+    }
+    if EMBEDDED:
+        inputs["template"] = TEMPLATE
+    return inputs
+
+
+def database_params():
+    """The database settings a measurement depends on."""
+    return {k: config["database"][k] for k in ("dsn", "run_as", "settings")}

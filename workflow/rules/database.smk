@@ -1,0 +1,32 @@
+if EMBEDDED:
+
+    rule build_database_template:
+        input:
+            schema="sql/schema.sql",
+            seed="scripts/seed.py",
+        output:
+            template=directory(TEMPLATE),
+            info=DATABASE_INFO,
+        params:
+            rows=config["database"]["rows"],
+            run_as=config["database"]["run_as"],
+        log:
+            "data/logs/build_database_template.log",
+        script:
+            "../../scripts/build_template.py"
+
+else:
+
+    rule prepare_external_database:
+        input:
+            schema="sql/schema.sql",
+            seed="scripts/seed.py",
+        output:
+            info=DATABASE_INFO,
+        params:
+            rows=config["database"]["rows"],
+            dsn=config["database"]["dsn"],
+        log:
+            "data/logs/prepare_external_database.log",
+        script:
+            "../../scripts/prepare_external_database.py"

@@ -74,11 +74,9 @@ class Paths:
 
 
 def scratch_base(setting: str) -> str:
-    """Where private copies of the database go: RAM-backed /dev/shm when it is usable."""
+    """Where private copies of the database go: RAM-backed /dev/shm when usable, else the temp dir."""
     if setting and setting != "auto":
         return os.path.expandvars(setting)
-    if os.environ.get("TMPDIR"):
-        return os.environ["TMPDIR"]
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30:
         return shm
@@ -276,16 +274,6 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         server_log = scratch / "server.log"
         server = start_server(opts.node, paths, port, env, server_cpus, server_log)
         stack.callback(procs.stop, server)
-        db.wait_ready()
-        wait_server_ready(server, cell.server, server_log)
-        who = check_identity(port, cell.server, server.pid)
-        if who.get("pid") != server.pid:
-            raise RunError(f"/__whoami on port {port} answered pid {who.get('pid')}, but the job started pid {server.pid}")
-        admin = stack.enter_context(psycopg.connect(db.admin_conninfo, autocommit=True))
-        pg_version = admin.execute("SHOW server_version").fetchone()[0]
-        verify_answers(port, cell.workload, expected_answer(cell.workload, admin, paths.fixture))
-        log(f"server {who} verified on port {port}")
-
         driver_err = scratch / "driver.err"
         with open(driver_err, "wb") as err:
             args = {"url": f"http://127.0.0.1:{port}{workload['path']}", "connections": cell.connections,
@@ -295,8 +283,23 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
                                  stderr=err, bufsize=0)
         stack.callback(procs.stop, driver)
         lines = LineReader(driver, "the autocannon driver", driver_err)
+        log(f"database ({db.mode}), server {cell.server} and load generator starting")
+        db.wait_ready()
+        log("database ready")
+        wait_server_ready(server, cell.server, server_log)
+        log("server ready")
+        who = check_identity(port, cell.server, server.pid)
+        admin = stack.enter_context(psycopg.connect(db.admin_conninfo, autocommit=True))
+        pg_version = admin.execute("SHOW server_version").fetchone()[0]
+        verify_answers(port, cell.workload, expected_answer(cell.workload, admin, paths.fixture))
+        log(f"server {who} verified on port {port}")
+
+        lines.read(30, "readiness")
+        driver.stdin.write(b"warmup\n")
+        driver.stdin.flush()
         warm = lines.read(opts.warmup_s + 30, "warm-up summary")
         check_load({**warm, "status_counts": {}}, phase="warm-up")
+        log(f"warm-up done: {warm['requests']} requests")
         q0 = admin.execute(DB_COUNTER_SQL).fetchone()[0]
         driver.stdin.write(b"go\n")
         driver.stdin.flush()
@@ -308,6 +311,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
                                f"window: {tail(server_log)}") from None
             raise e
         q1 = admin.execute(DB_COUNTER_SQL).fetchone()[0]
+        log(f"window closed: {out['window_s']:.3f} s")
         if server.poll() is not None:
             raise RunError(f"server {cell.server} exited with status {server.returncode} during the measured window")
         check_identity(port, cell.server, server.pid)
@@ -318,6 +322,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         check_database(q1 - q0, load["requests"], workload["queries_per_request"], cell.connections)
         procs.stop(server)
         server_exit = server.returncode
+        log(f"server stopped ({server_exit})")
         if server_exit != 0:
             log(f"warning: server exited with status {server_exit} on SIGTERM (expected a graceful 0)")
     window_s = out["window_s"]

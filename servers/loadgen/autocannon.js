@@ -4,6 +4,7 @@
 // right after the last, and this process's own CPU over the window is the load
 // generator's cost. Protocol (one JSON object per stdout line):
 //   argv[2]: {"url", "connections", "warmup_s", "duration_s"}
+//   -> {"event":"loaded"}        then waits for "warmup\n" on stdin
 //   -> {"event":"warmup", ...}   then waits for "go\n" on stdin
 //   -> {"event":"result", "autocannon": <autocannon result>, "elu": <server window>, ...}
 const autocannon = require('autocannon');
@@ -48,18 +49,19 @@ function emit(obj) {
   process.stdout.write(JSON.stringify(obj) + '\n');
 }
 
-function waitForGo() {
-  return new Promise((resolve, reject) => {
-    const rl = readline.createInterface({ input: process.stdin });
-    rl.once('line', (line) => {
-      rl.close();
-      line.trim() === 'go' ? resolve() : reject(new Error(`expected "go" on stdin, got ${JSON.stringify(line)}`));
-    });
-    rl.once('close', () => reject(new Error('stdin closed before "go"')));
-  });
+// Commands arrive one per line on stdin; the harness sends each when it is ready.
+const commands = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
+
+async function waitFor(word) {
+  const { value, done } = await commands.next();
+  if (done) throw new Error(`stdin closed before "${word}"`);
+  if (value.trim() !== word) throw new Error(`expected "${word}" on stdin, got ${JSON.stringify(value)}`);
 }
 
 async function main() {
+  // Loading autocannon takes a while; say so, so the harness can start us early.
+  emit({ event: 'loaded' });
+  await waitFor('warmup');
   const warm = opts.warmup_s > 0 ? await run(opts.warmup_s) : null;
   emit({
     event: 'warmup',
@@ -68,7 +70,7 @@ async function main() {
     timeouts: warm ? warm.timeouts : 0,
     non2xx: warm ? warm.non2xx : 0,
   });
-  await waitForGo();
+  await waitFor('go');
   await getJson('/__elu/start');
   const cpu0 = process.cpuUsage();
   const t0 = process.hrtime.bigint();

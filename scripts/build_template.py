@@ -5,7 +5,7 @@ import json
 import shutil
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -89,7 +89,7 @@ def build_template(template_dir: Path, rows: int, schema_sql: str, run_as: str, 
             "server_version": server_version,
             "rows": rows,
             "schema_sha256": hashlib.sha256(schema_sql.encode()).hexdigest(),
-            "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
     finally:
         pgcluster.stop(proc)
@@ -104,8 +104,9 @@ if __name__ == "__main__" and "snakemake" in globals():
             print(msg, file=logf, flush=True)
 
         try:
-            info = build_template(Path(sm.output.template), int(sm.params.rows),
-                                  Path(sm.input.schema).read_text(), sm.params.run_as, log)
+            info = build_template(
+                Path(sm.output.template), int(sm.params.rows), Path(sm.input.schema).read_text(), sm.params.run_as, log
+            )
         except pgcluster.DatabaseError as e:
             log(f"error: {e}")
             raise SystemExit(f"build_database_template: {e}") from None

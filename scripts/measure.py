@@ -12,7 +12,7 @@ import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -188,8 +188,11 @@ class Database:
             self.mode = "dsn"
             self.admin_conninfo = dsn
             params = conninfo_to_dict(dsn)
-            self.app_env = {f"PG{k.upper()}": str(v) for k, v in params.items()
-                            if k in ("host", "port", "user", "password", "dbname")}
+            self.app_env = {
+                f"PG{k.upper()}": str(v)
+                for k, v in params.items()
+                if k in ("host", "port", "user", "password", "dbname")
+            }
             if "PGDBNAME" in self.app_env:
                 self.app_env["PGDATABASE"] = self.app_env.pop("PGDBNAME")
             return self
@@ -208,11 +211,16 @@ class Database:
         pgcluster.hand_over(datadir, user)
         self.port = procs.free_port()
         self.log_path = self.scratch / "postgres.log"
-        self.proc = pgcluster.start(install, datadir, self.port, self.opts.database.get("settings", {}),
-                                    self.log_path, cpus=self.cpus)
+        self.proc = pgcluster.start(
+            install, datadir, self.port, self.opts.database.get("settings", {}), self.log_path, cpus=self.cpus
+        )
         self.admin_conninfo = pgcluster.conninfo(self.port, dbname=pgcluster.APP_DB)
-        self.app_env = {"PGHOST": "127.0.0.1", "PGPORT": str(self.port),
-                        "PGUSER": pgcluster.APP_ROLE, "PGDATABASE": pgcluster.APP_DB}
+        self.app_env = {
+            "PGHOST": "127.0.0.1",
+            "PGPORT": str(self.port),
+            "PGUSER": pgcluster.APP_ROLE,
+            "PGDATABASE": pgcluster.APP_DB,
+        }
         return self
 
     def wait_ready(self):
@@ -226,8 +234,15 @@ class Database:
 def start_server(node: str, paths: Paths, port: int, env: dict, cpus: list[int], log_path: Path):
     """Start the server pinned to cpus; its stdout and stderr go to log_path."""
     with open(log_path, "wb") as out:
-        return procs.spawn([node, str(paths.server_file)], cpus=cpus, cwd=paths.server_file.parent,
-                           env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return procs.spawn(
+            [node, str(paths.server_file)],
+            cpus=cpus,
+            cwd=paths.server_file.parent,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
 
 
 def wait_server_ready(proc: subprocess.Popen, name: str, log_path: Path) -> None:
@@ -251,7 +266,9 @@ def check_identity(port: int, name: str, pid: int | None = None) -> dict:
     """/__whoami must name the configuration asked for (and the same process, when pid is given)."""
     who = get_json(port, "/__whoami")
     if who.get("name") != name:
-        raise RunError(f"the server on port {port} says it is {who.get('name')!r}, not {name!r}; refusing to measure it")
+        raise RunError(
+            f"the server on port {port} says it is {who.get('name')!r}, not {name!r}; refusing to measure it"
+        )
     if pid is not None and who.get("pid") != pid:
         raise RunError(f"the server on port {port} is now pid {who.get('pid')}, not pid {pid}: it was restarted")
     return who
@@ -259,28 +276,45 @@ def check_identity(port: int, name: str, pid: int | None = None) -> dict:
 
 def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
     """Run one cell end to end and return its run record; raise RunError if it is not a result."""
-    started_at = datetime.now(timezone.utc)
+    started_at = datetime.now(UTC)
     server_cpus, client_cpus = procs.split_cpus(procs.job_cpus())
     workload = WORKLOADS[cell.workload]
-    progress(f"start {cell.label()}: warm-up {opts.warmup_s:g} s, window {opts.duration_s:g} s, "
-             f"server CPU {server_cpus}, client CPU {client_cpus}")
+    progress(
+        f"start {cell.label()}: warm-up {opts.warmup_s:g} s, window {opts.duration_s:g} s, "
+        f"server CPU {server_cpus}, client CPU {client_cpus}"
+    )
     port = procs.require_free_port(opts.server_port) if opts.server_port else procs.free_port()
     with ExitStack() as stack:
         scratch = Path(tempfile.mkdtemp(prefix="nodebench-", dir=scratch_base(opts.scratch_dir)))
         stack.callback(shutil.rmtree, scratch, ignore_errors=True)
         db = stack.enter_context(Database(opts, paths, scratch, client_cpus, log))
-        env = {"PATH": os.environ.get("PATH", ""), "PORT": str(port), "NODE_ENV": "production",
-               "NODEBENCH_POOL_SIZE": str(opts.pool_size), **db.app_env}
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PORT": str(port),
+            "NODE_ENV": "production",
+            "NODEBENCH_POOL_SIZE": str(opts.pool_size),
+            **db.app_env,
+        }
         server_log = scratch / "server.log"
         server = start_server(opts.node, paths, port, env, server_cpus, server_log)
         stack.callback(procs.stop, server)
         driver_err = scratch / "driver.err"
         with open(driver_err, "wb") as err:
-            args = {"url": f"http://127.0.0.1:{port}{workload['path']}", "connections": cell.connections,
-                    "warmup_s": opts.warmup_s, "duration_s": opts.duration_s}
-            driver = procs.spawn([opts.node, str(paths.driver), json.dumps(args)], cpus=client_cpus,
-                                 cwd=paths.driver.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                 stderr=err, bufsize=0)
+            args = {
+                "url": f"http://127.0.0.1:{port}{workload['path']}",
+                "connections": cell.connections,
+                "warmup_s": opts.warmup_s,
+                "duration_s": opts.duration_s,
+            }
+            driver = procs.spawn(
+                [opts.node, str(paths.driver), json.dumps(args)],
+                cpus=client_cpus,
+                cwd=paths.driver.parent,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                bufsize=0,
+            )
         stack.callback(procs.stop, driver)
         lines = LineReader(driver, "the autocannon driver", driver_err)
         log(f"database ({db.mode}), server {cell.server} and load generator starting")
@@ -307,8 +341,10 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
             out = lines.read(opts.duration_s + 60, "result")
         except RunError as e:
             if server.poll() is not None:
-                raise RunError(f"server {cell.server} exited with status {server.returncode} during the measured "
-                               f"window: {tail(server_log)}") from None
+                raise RunError(
+                    f"server {cell.server} exited with status {server.returncode} during the measured "
+                    f"window: {tail(server_log)}"
+                ) from None
             raise e
         q1 = admin.execute(DB_COUNTER_SQL).fetchone()[0]
         log(f"window closed: {out['window_s']:.3f} s")
@@ -367,10 +403,12 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         **provenance.machine(),
         "pipeline_commit": provenance.git_commit(paths.repo),
         "started_at": started_at.isoformat(timespec="milliseconds"),
-        "finished_at": datetime.now(timezone.utc).isoformat(timespec="milliseconds"),
+        "finished_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
     }
-    progress(f"done  {cell.label()}: {record['req_per_s']:,.0f} req/s, {record['us_per_req_elu']:.1f} us/req "
-             f"(ELU {record['elu_utilization']:.2f}), client CPU {record['client_cpu_util']:.2f}")
+    progress(
+        f"done  {cell.label()}: {record['req_per_s']:,.0f} req/s, {record['us_per_req_elu']:.1f} us/req "
+        f"(ELU {record['elu_utilization']:.2f}), client CPU {record['client_cpu_util']:.2f}"
+    )
     return record
 
 
@@ -384,11 +422,24 @@ def main(sm) -> None:
     signal.signal(signal.SIGHUP, _raise_interrupt)
     cell = Cell(sm.wildcards.server, sm.wildcards.workload, int(sm.wildcards.connections), int(sm.wildcards.rep))
     p = sm.params
-    opts = Options(float(p.warmup_s), float(p.duration_s), int(p.pool_size), int(p.server_port),
-                   dict(p.database), str(p.scratch_dir), str(p.node))
+    opts = Options(
+        float(p.warmup_s),
+        float(p.duration_s),
+        int(p.pool_size),
+        int(p.server_port),
+        dict(p.database),
+        str(p.scratch_dir),
+        str(p.node),
+    )
     template = Path(sm.input.template) if "template" in sm.input.keys() else None
-    paths = Paths(Path(p.repo), Path(sm.input.server).resolve(), Path(sm.input.driver).resolve(),
-                  Path(sm.input.lockfile), Path(sm.input.fixture), template)
+    paths = Paths(
+        Path(p.repo),
+        Path(sm.input.server).resolve(),
+        Path(sm.input.driver).resolve(),
+        Path(sm.input.lockfile),
+        Path(sm.input.fixture),
+        template,
+    )
     out = Path(sm.output.record)
     with open(sm.log[0], "w") as logf:
 

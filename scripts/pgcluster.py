@@ -112,10 +112,20 @@ def usable_install(user: str | None, scratch: Path) -> PgInstall:
 def initdb(install: PgInstall, datadir: Path) -> None:
     """Create a new cluster at datadir with trust auth on loopback only."""
     res = install.run(
-        [install.bin("initdb"), "-D", str(datadir), "-U", SUPERUSER, "--auth=trust",
-         "--encoding=UTF8", "--locale=C", "--no-sync", "--no-instructions",
-         # 1 MB WAL segments keep the template, copied once per job, small.
-         "--wal-segsize=1"]
+        [
+            install.bin("initdb"),
+            "-D",
+            str(datadir),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+            "--no-instructions",
+            # 1 MB WAL segments keep the template, copied once per job, small.
+            "--wal-segsize=1",
+        ]
     )
     if res.returncode != 0:
         raise DatabaseError(f"initdb failed ({res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
@@ -123,16 +133,33 @@ def initdb(install: PgInstall, datadir: Path) -> None:
 
 def start(install: PgInstall, datadir: Path, port: int, settings: dict, log_path: Path, cpus=None):
     """Start postgres on 127.0.0.1:port as a child of this process; returns the Popen."""
-    args = [install.bin("postgres"), "-D", str(datadir), "-p", str(port),
-            "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
-            "-c", "shared_preload_libraries=pg_stat_statements"]
+    args = [
+        install.bin("postgres"),
+        "-D",
+        str(datadir),
+        "-p",
+        str(port),
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "unix_socket_directories=",
+        "-c",
+        "shared_preload_libraries=pg_stat_statements",
+    ]
     for key, value in sorted(settings.items()):
         args += ["-c", f"{key}={value}"]
     log = open(log_path, "ab")
     try:
         # SIGINT is PostgreSQL's fast shutdown: if this process dies, the server follows.
-        return procs.spawn(args, cpus=cpus, deathsig=signal.SIGINT, user=install.user,
-                           stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        return procs.spawn(
+            args,
+            cpus=cpus,
+            deathsig=signal.SIGINT,
+            user=install.user,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     finally:
         log.close()
 
@@ -146,7 +173,9 @@ def wait_ready(proc: subprocess.Popen, port: int, log_path: Path, timeout: float
 
     def ready():
         if proc.poll() is not None:
-            raise DatabaseError(f"PostgreSQL exited with status {proc.returncode} while starting:\n{log_tail(log_path)}")
+            raise DatabaseError(
+                f"PostgreSQL exited with status {proc.returncode} while starting:\n{log_tail(log_path)}"
+            )
         try:
             with psycopg.connect(conninfo(port), autocommit=True):
                 return True

@@ -1,7 +1,7 @@
 """Use an existing PostgreSQL (database.dsn): apply the schema and seed, check the counter exists."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -33,8 +33,13 @@ def prepare(dsn: str, schema_sql: str, rows: int) -> dict:
                 ) from None
     except psycopg.OperationalError as e:
         raise SystemExit(f"cannot connect to database.dsn {redacted(dsn)}: {e}") from None
-    return {"mode": "dsn", "dsn": redacted(dsn), "server_version": version, "rows": rows,
-            "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    return {
+        "mode": "dsn",
+        "dsn": redacted(dsn),
+        "server_version": version,
+        "rows": rows,
+        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
 
 
 if __name__ == "__main__" and "snakemake" in globals():

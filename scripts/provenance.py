@@ -21,10 +21,16 @@ def cpu_model() -> str:
 def git_commit(workdir: Path) -> str:
     """HEAD of the pipeline's repository, with '-dirty' when tracked files differ."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=workdir, capture_output=True,
-                              text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=workdir,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=workdir, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (head or "unknown") + ("-dirty" if dirty else "")

@@ -15,8 +15,13 @@ WORKLOADS = {
     "list": {"path": "/list", "queries_per_request": 1},
 }
 
-LATENCY_KEYS = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms",
-                "max": "latency_max_ms", "mean": "latency_mean_ms"}
+LATENCY_KEYS = {
+    "p50": "latency_p50_ms",
+    "p90": "latency_p90_ms",
+    "p99": "latency_p99_ms",
+    "max": "latency_max_ms",
+    "mean": "latency_mean_ms",
+}
 
 
 def parse_autocannon(result: dict) -> dict:

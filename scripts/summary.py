@@ -1,6 +1,6 @@
 """reports/summary.md: per-workload tables of medians over repetitions, regenerated from the Parquet."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -21,9 +21,8 @@ def cell_medians(runs: pd.DataFrame) -> pd.DataFrame:
 
 def with_ratio(cells: pd.DataFrame, baseline: str = "express") -> pd.DataFrame:
     """Add req/s relative to the baseline server in the same workload and connections (NaN if absent)."""
-    base = (
-        cells[cells["server"] == baseline][["workload", "connections", "req_per_s"]]
-        .rename(columns={"req_per_s": "baseline_req_per_s"})
+    base = cells[cells["server"] == baseline][["workload", "connections", "req_per_s"]].rename(
+        columns={"req_per_s": "baseline_req_per_s"}
     )
     return (
         cells.merge(base, on=["workload", "connections"], how="left")
@@ -38,11 +37,14 @@ def fmt_ratio(x: float) -> str:
 
 def workload_table(cells: pd.DataFrame) -> str:
     """A Markdown table for one workload's cells."""
-    head = ("| server | conn | req/s | ELU | us/req (ELU) | us/req (process CPU) | p50 ms | p99 ms | vs express | runs |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    head = (
+        "| server | conn | req/s | ELU | us/req (ELU) | us/req (process CPU) | p50 ms | p99 ms | vs express | runs |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    )
     rows = [
         f"| {r.server} | {r.connections} | {r.req_per_s:,.0f} | {r.elu_utilization:.1%} | {r.us_per_req_elu:.1f} | "
-        f"{r.us_per_req_cpu:.1f} | {r.latency_p50_ms:g} | {r.latency_p99_ms:g} | {fmt_ratio(r.ratio_vs_express)} | {r.runs} |"
+        f"{r.us_per_req_cpu:.1f} | {r.latency_p50_ms:g} | {r.latency_p99_ms:g} | "
+        f"{fmt_ratio(r.ratio_vs_express)} | {r.runs} |"
         for r in cells.itertuples()
     ]
     return "\n".join([head, *rows])
@@ -65,7 +67,8 @@ def render(runs: pd.DataFrame, generated_at: datetime) -> str:
     """The whole summary document."""
     cells = with_ratio(cell_medians(runs))
     order = [w for w in WORKLOAD_ORDER if w in set(cells["workload"])] + sorted(
-        set(cells["workload"]) - set(WORKLOAD_ORDER))
+        set(cells["workload"]) - set(WORKLOAD_ORDER)
+    )
     parts = [
         "# Summary",
         "",
@@ -78,12 +81,16 @@ def render(runs: pd.DataFrame, generated_at: datetime) -> str:
     for workload in order:
         sub = cells[cells["workload"] == workload].sort_values(["connections", "req_per_s"], ascending=[True, False])
         parts += ["", f"## {workload}", "", workload_table(sub)]
-    parts += ["", f"Generated {generated_at.isoformat(timespec='seconds')} from data/runs.parquet ({len(runs)} runs).", ""]
+    parts += [
+        "",
+        f"Generated {generated_at.isoformat(timespec='seconds')} from data/runs.parquet ({len(runs)} runs).",
+        "",
+    ]
     return "\n".join(parts)
 
 
 if __name__ == "__main__" and "snakemake" in globals():
     sm = snakemake  # noqa: F821
     frame = pd.read_parquet(sm.input.runs)
-    Path(sm.output.summary).write_text(render(frame, datetime.now(timezone.utc)))
+    Path(sm.output.summary).write_text(render(frame, datetime.now(UTC)))
     Path(sm.log[0]).write_text(f"summary of {len(frame)} runs -> {sm.output.summary}\n")

@@ -8,7 +8,11 @@ NOT_SERVERS = {"contract"}
 
 def available_servers():
     """Names of the server configurations that exist as servers/<name>.js."""
-    return sorted(p.stem for p in SERVERS_DIR.glob("*.js") if p.stem not in NOT_SERVERS)
+    return sorted(
+        p.stem
+        for p in SERVERS_DIR.glob("*.js")
+        if p.stem not in NOT_SERVERS and not p.stem.startswith("_")
+    )
 
 
 def check_servers(names):
@@ -52,9 +56,7 @@ def cells():
 
 def run_records():
     """Paths of all run records the configured matrix produces."""
-    return [
-        f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells()
-    ]
+    return [f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells()]
 
 
 def measure_inputs(wildcards):

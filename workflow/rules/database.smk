@@ -7,11 +7,11 @@ if EMBEDDED:
         output:
             template=directory(TEMPLATE),
             info=DATABASE_INFO,
+        log:
+            "data/logs/build_database_template.log",
         params:
             rows=config["database"]["rows"],
             run_as=config["database"]["run_as"],
-        log:
-            "data/logs/build_database_template.log",
         script:
             "../../scripts/build_template.py"
 
@@ -23,10 +23,10 @@ else:
             seed="scripts/seed.py",
         output:
             info=DATABASE_INFO,
+        log:
+            "data/logs/prepare_external_database.log",
         params:
             rows=config["database"]["rows"],
             dsn=config["database"]["dsn"],
-        log:
-            "data/logs/prepare_external_database.log",
         script:
             "../../scripts/prepare_external_database.py"

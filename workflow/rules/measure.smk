@@ -5,6 +5,8 @@ rule measure_run:
         record="data/runs/{workload}/{server}/c{connections}/r{rep}.json",
     log:
         "data/logs/measure/{workload}/{server}/c{connections}/r{rep}.log",
+    resources:
+        bench=1,
     params:
         warmup_s=config["warmup_s"],
         duration_s=config["duration_s"],
@@ -14,7 +16,5 @@ rule measure_run:
         scratch_dir=config["scratch_dir"],
         database=database_params(),
         repo=workflow.basedir,
-    resources:
-        bench=1,
     script:
         "../../scripts/measure.py"

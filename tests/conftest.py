@@ -1,0 +1,105 @@
+"""Shared fixtures: a throw-away copy of the pipeline with a tiny config, run for real once."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+COPY_IGNORE = shutil.ignore_patterns(
+    ".git",
+    ".venv",
+    "data",
+    "reports",
+    ".snakemake",
+    "node_modules",
+    "__pycache__",
+    ".pytest_cache",
+    ".ruff_cache",
+    "tests",
+)
+# node-http, express and fastify; empty and point-lookup; one connection level; 1-second windows.
+TINY_CONFIG = """\
+servers: [node-http, express, fastify]
+workloads:
+  empty: {connections: [10]}
+  point-lookup: {connections: [10]}
+warmup_s: 1
+duration_s: 1
+repetitions: 1
+database:
+  rows: 20000
+"""
+
+
+def make_project(dest: Path, config: str = TINY_CONFIG) -> Path:
+    """A copy of the pipeline with its own config, data and reports, plus the fault servers."""
+    shutil.copytree(REPO, dest, ignore=COPY_IGNORE)
+    (dest / "config.yaml").write_text(config)
+    for f in (FIXTURES / "servers").glob("*.js"):
+        shutil.copy(f, dest / "servers" / f.name)
+    (dest / "data").mkdir(exist_ok=True)
+    (dest / "reports").mkdir(exist_ok=True)
+    return dest
+
+
+def snakemake(project: Path, *args, timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    """Run the real Snakemake in project; stdout and stderr together in .stdout."""
+    return subprocess.run(
+        [sys.executable, "-m", "snakemake", "--cores", "1", *args],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=timeout,
+        **kwargs,
+    )
+
+
+def planned_cells(output: str) -> set[tuple[str, str]]:
+    """(workload, server) of every measure_run job a dry-run planned."""
+    cells = set()
+    for line in output.splitlines():
+        line = line.strip()
+        if line.startswith("wildcards:") and "server=" in line:
+            wc = dict(part.strip().split("=", 1) for part in line[len("wildcards:") :].split(","))
+            cells.add((wc["workload"], wc["server"]))
+    return cells
+
+
+def pipeline_processes(marker: str) -> list[psutil.Process]:
+    """Node, PostgreSQL and load-generator processes whose command line mentions marker."""
+    found = []
+    for p in psutil.process_iter(["pid", "name", "cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+        except psutil.Error:
+            continue
+        if p.pid != os.getpid() and p.info["name"] in ("node", "postgres") and marker in cmd:
+            found.append(p)
+    return found
+
+
+def leftovers(project: Path) -> list[str]:
+    """Descriptions of processes a run in project (or any job scratch dir) left running."""
+    procs = pipeline_processes(str(project)) + pipeline_processes("/nodebench-")
+    return [f"{p.pid} {' '.join(p.cmdline())[:150]}" for p in procs if p.is_running()]
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory) -> Path:
+    """The tiny pipeline, run end to end once (npm ci, template, measurements, Parquet, summary)."""
+    dest = make_project(tmp_path_factory.mktemp("pipeline") / "project")
+    res = snakemake(dest, "reports/all")
+    assert res.returncode == 0, res.stdout[-4000:]
+    yield dest
+    left = leftovers(dest)
+    for line in left:
+        os.kill(int(line.split()[0]), signal.SIGKILL)
+    assert not left, f"processes left running after the suite: {left}"

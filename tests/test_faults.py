@@ -1,0 +1,153 @@
+"""Bad input and faults: each one fails with a message that names it, leaving nothing behind."""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import leftovers, make_project, pipeline_processes, planned_cells, snakemake
+
+
+def record(project: Path, server: str, workload: str = "point-lookup", connections: int = 10) -> Path:
+    return project / "data" / "runs" / workload / server / f"c{connections}" / "r1.json"
+
+
+def measure_one(project: Path, server: str, *extra, connections: int = 10):
+    """Build one record; node-http faults use a cell outside the tiny matrix so its records stay intact."""
+    target = record(project, server, connections=connections).relative_to(project)
+    return snakemake(project, str(target), "--config", f"servers=[{server}]", *extra)
+
+
+def assert_failed(res, *phrases):
+    assert res.returncode != 0, res.stdout[-3000:]
+    for phrase in phrases:
+        assert phrase in res.stdout, f"{phrase!r} not in output:\n{res.stdout[-3000:]}"
+
+
+def test_port_in_use_is_refused(project: Path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        res = measure_one(project, "node-http", f"server_port={port}", connections=20)
+    assert_failed(res, f"port {port} on 127.0.0.1 is already in use by pid")
+    assert not record(project, "node-http", connections=20).exists()
+    assert not leftovers(project)
+
+
+def test_server_with_another_name_is_refused(project: Path):
+    res = measure_one(project, "impostor")
+    assert_failed(res, "says it is 'express', not 'impostor'; refusing to measure it")
+    assert not record(project, "impostor").exists()
+
+
+def test_wrong_answer_fails_before_measuring(project: Path):
+    res = measure_one(project, "wrong-row")
+    assert_failed(res, "differs from what the database holds")
+    assert "warm-up done" not in (project / "data/logs/measure/point-lookup/wrong-row/c10/r1.log").read_text()
+    assert not record(project, "wrong-row").exists()
+
+
+def test_server_crash_in_window_fails_and_leaves_nothing(project: Path):
+    res = measure_one(project, "crashy")
+    assert_failed(res, "server crashy exited with status 7 during the measured window")
+    assert not record(project, "crashy").exists()
+    assert not leftovers(project)
+
+
+def test_non_2xx_answers_fail_and_are_counted(project: Path):
+    res = measure_one(project, "flaky")
+    assert_failed(res, "non-2xx responses (", "x HTTP 503)")
+    assert not record(project, "flaky").exists()
+
+
+def test_database_that_cannot_start(project: Path):
+    res = measure_one(project, "node-http", "database={settings: {shared_buffers: banana}}", connections=20)
+    assert_failed(res, "PostgreSQL exited with status", "shared_buffers")
+    assert not leftovers(project)
+
+
+def test_missing_template_is_a_clear_error(project: Path):
+    marker = project / "data" / "database" / "template" / "PG_VERSION"
+    saved, dir_stat = marker.read_bytes(), marker.parent.stat()
+    marker.unlink()
+    try:
+        res = measure_one(project, "node-http", connections=20)
+    finally:
+        marker.write_bytes(saved)
+        os.utime(marker.parent, ns=(dir_stat.st_atime_ns, dir_stat.st_mtime_ns))
+    assert_failed(res, "the database template", "is missing or incomplete")
+
+
+@pytest.mark.parametrize(
+    ("args", "phrase"),
+    [
+        (["--config", "duraton_s=2"], "'duraton_s' was unexpected"),
+        (["--config", "duration_s=ten"], "'ten' is not of type 'number'"),
+        (["--config", "servers=[expresss]"], "config key 'servers' names 'expresss', which has no file"),
+        (["--config", "repetitions=0"], "0 is less than the minimum of 1"),
+    ],
+)
+def test_invalid_config_is_rejected_before_any_job(project: Path, args, phrase):
+    res = snakemake(project, "reports/all", *args)
+    assert_failed(res, phrase)
+    assert "[measure] start" not in res.stdout
+
+
+def test_unknown_workload_is_rejected(tmp_path: Path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("workloads:\n  lists: {connections: [10]}\n")
+    proj = make_project(tmp_path / "p")
+    res = snakemake(proj, "--dry-run", "reports/all", "--configfile", str(bad))
+    assert_failed(res, "'lists' was unexpected")
+
+
+def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
+    rec = record(project, "fastify")
+    saved = rec.read_bytes()
+    # As if the run had been interrupted before this cell and everything downstream of it.
+    for path in [rec, *(project / p for p in ("data/runs.parquet", "reports/summary.md", "reports/all"))]:
+        path.unlink()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "snakemake", "--cores", "1", "reports/all"],
+        cwd=project,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            names = [p.name() for p in pipeline_processes(str(project))] + [
+                p.name() for p in pipeline_processes("/nodebench-")
+            ]
+            # server + load generator (node, node) and the database (postgres) are all up.
+            if names.count("node") >= 2 and "postgres" in names:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the measurement job never started its server, load generator and database")
+        # What a terminal does on Ctrl-C: SIGINT to the whole foreground process group.
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 5
+        while leftovers(project) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not leftovers(project)
+        assert not rec.exists()
+        res = snakemake(project, "--dry-run", "reports/all")
+        assert planned_cells(res.stdout) == {("point-lookup", "fastify")}
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if not rec.exists():
+            rec.parent.mkdir(parents=True, exist_ok=True)
+            rec.write_bytes(saved)
+        shutil.rmtree(project / ".snakemake" / "incomplete", ignore_errors=True)
+        assert snakemake(project, "reports/all").returncode == 0

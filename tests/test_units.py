@@ -1,7 +1,7 @@
 """Unit tests of the pure functions: parsing, checks, derivations, aggregation, summary, seed."""
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -197,7 +197,7 @@ def test_summary_without_express_says_na():
 def test_summary_renders_machine_and_date():
     record = make_record(server="express", workload="empty", cpu_model="Test CPU", node_version="v20.0.0")
     runs = aggregate.to_frame([record], RUN_SCHEMA)
-    text = summary.render(runs, datetime(2026, 1, 2, tzinfo=timezone.utc))
+    text = summary.render(runs, datetime(2026, 1, 2, tzinfo=UTC))
     assert "Measured on Test CPU" in text and "Node.js v20.0.0" in text and "Generated 2026-01-02" in text
 
 

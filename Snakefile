@@ -17,6 +17,8 @@ include: "workflow/rules/toolchain.smk"
 include: "workflow/rules/database.smk"
 include: "workflow/rules/measure.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/charts.smk"
 include: "workflow/rules/report.smk"
 
 

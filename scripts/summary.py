@@ -1,96 +1,123 @@
-"""reports/summary.md: per-workload tables of medians over repetitions, regenerated from the Parquet."""
+"""summary.md: the reference benchmark's tables, regenerated from the metrics (and the runs' provenance)."""
 
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
-CELL = ["workload", "connections", "server"]
-MEDIANS = ["req_per_s", "elu_utilization", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
-WORKLOAD_ORDER = ["empty", "point-lookup", "list"]
+from charts import WORKLOAD_ORDER, headline
+
+MARK_NOT_BOUND = "†"
+MARK_NOISY = "~"
 
 
-def cell_medians(runs: pd.DataFrame) -> pd.DataFrame:
-    """Median of each figure over repetitions, one row per cell, with the run count."""
-    return (
-        runs.groupby(CELL, observed=True)
-        .agg(**{m: (m, "median") for m in MEDIANS}, runs=("repetition", "nunique"))
-        .reset_index()
-    )
+def ci(value: float, lo: float, hi: float, fmt: str = ",.0f", suffix: str = "") -> str:
+    """A figure with its interval, e.g. '4,209 [3,754–4,310]'."""
+    if pd.isna(value):
+        return "n/a"
+    if pd.isna(lo) or pd.isna(hi) or lo == hi:
+        return f"{value:{fmt}}{suffix}"
+    return f"{value:{fmt}}{suffix} [{lo:{fmt}}–{hi:{fmt}}]"
 
 
-def with_ratio(cells: pd.DataFrame, baseline: str = "express") -> pd.DataFrame:
-    """Add req/s relative to the baseline server in the same workload and connections (NaN if absent)."""
-    base = cells[cells["server"] == baseline][["workload", "connections", "req_per_s"]].rename(
-        columns={"req_per_s": "baseline_req_per_s"}
-    )
-    return (
-        cells.merge(base, on=["workload", "connections"], how="left")
-        .assign(ratio_vs_express=lambda d: d["req_per_s"] / d["baseline_req_per_s"])
-        .drop(columns="baseline_req_per_s")
-    )
+def marks(row) -> str:
+    """† when the cell was not server-bound, ~ when its repetitions varied by more than 5 %."""
+    return ("" if row.saturation == "server-bound" else MARK_NOT_BOUND) + (MARK_NOISY if row.noisy else "")
 
 
-def fmt_ratio(x: float) -> str:
-    return "n/a" if pd.isna(x) else f"{x:.2f}x"
-
-
-def workload_table(cells: pd.DataFrame) -> str:
-    """A Markdown table for one workload's cells."""
+def cell_table(cells: pd.DataFrame) -> str:
+    """One row per server and connection count: throughput, ELU, CPU per request, latency, ratios."""
     head = (
-        "| server | conn | req/s | ELU | us/req (ELU) | us/req (process CPU) | p50 ms | p99 ms | vs express | runs |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| server | conn | req/s [95 % CI] | ELU | us/req ELU [CI] | us/req CPU | p50 ms | p99 ms "
+        "| vs express [CI] | vs node-http | verdict |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     )
     rows = [
-        f"| {r.server} | {r.connections} | {r.req_per_s:,.0f} | {r.elu_utilization:.1%} | {r.us_per_req_elu:.1f} | "
-        f"{r.us_per_req_cpu:.1f} | {r.latency_p50_ms:g} | {r.latency_p99_ms:g} | "
-        f"{fmt_ratio(r.ratio_vs_express)} | {r.runs} |"
+        f"| {r.server}{marks(r)} | {r.connections} | {ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi)} "
+        f"| {r.elu_utilization:.1%} | {ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, '.1f')} "
+        f"| {r.us_per_req_cpu:.1f} | {r.latency_p50_ms:.3g} | {r.latency_p99_ms:.3g} "
+        f"| {ci(r.speedup_vs_express, r.speedup_vs_express_lo, r.speedup_vs_express_hi, '.2f', 'x')} "
+        f"| {ci(r.speedup_vs_node_http, float('nan'), float('nan'), '.2f', 'x')} | {r.saturation} |"
         for r in cells.itertuples()
     ]
     return "\n".join([head, *rows])
 
 
+def share_table(metrics: pd.DataFrame) -> str:
+    """The framework's share of each server's request CPU on every workload, both models."""
+    m = headline(metrics)
+    m = m[m["server"] != "node-http"].sort_values(["server", "workload"])
+    head = (
+        "| server | workload | conn | us/req ELU | share (reference model) | share (baseline model) | vs express |\n"
+        "|---|---|---:|---:|---:|---:|---:|"
+    )
+    rows = [
+        f"| {r.server}{marks(r)} | {r.workload} | {r.connections} | {r.us_per_req_elu:.1f} | {r.share_reference:.0%} "
+        f"| {r.share_baseline:.0%} | {ci(r.speedup_vs_express, float('nan'), float('nan'), '.2f', 'x')} |"
+        for r in m.itertuples()
+    ]
+    return "\n".join([head, *rows]).replace("nan%", "n/a")
+
+
+def score_table(scores: pd.DataFrame) -> str:
+    head = "| server | score (node-http = 100) | workloads |\n|---|---:|---:|"
+    return "\n".join([head, *(f"| {r.server} | {r.score:.1f} | {r.workloads} |" for r in scores.itertuples())])
+
+
 def machine_line(runs: pd.DataFrame) -> str:
-    """Where and when the runs were measured, from their provenance columns."""
+    """Where, with what and when the runs were measured, from their provenance columns."""
     first = runs.iloc[0]
     models = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
     return (
-        f"Measured on {models} ({first.cpu_count} logical CPUs, host {first.host}, Linux {first.kernel}), "
-        f"Node.js {first.node_version}, PostgreSQL {first.postgres_version} ({first.database_mode}), "
-        f"express {first.express_version}, fastify {first.fastify_version}, pg {first.pg_version}, "
-        f"autocannon {first.autocannon_version}; runs from {runs['started_at'].min()} to {runs['finished_at'].max()} "
-        f"(pipeline {first.pipeline_commit})."
+        f"Measured on {models} ({first.cpu_count} logical CPUs, host {first.host}, Linux {first.kernel}) "
+        f"with Node.js {first.node_version}, express {first.express_version}, fastify {first.fastify_version}, "
+        f"pg {first.pg_version}, PostgreSQL {first.postgres_version} ({first.database_mode}) and "
+        f"{first.load_generator} {first.autocannon_version}; runs from {runs['started_at'].min()} to "
+        f"{runs['finished_at'].max()} (pipeline {first.pipeline_commit})."
     )
 
 
-def render(runs: pd.DataFrame, generated_at: datetime) -> str:
+def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime) -> str:
     """The whole summary document."""
-    cells = with_ratio(cell_medians(runs))
-    order = [w for w in WORKLOAD_ORDER if w in set(cells["workload"])] + sorted(
-        set(cells["workload"]) - set(WORKLOAD_ORDER)
-    )
+    present = set(metrics["workload"].astype(str))
+    order = [w for w in WORKLOAD_ORDER if w in present] + sorted(present - set(WORKLOAD_ORDER))
     parts = [
         "# Summary",
         "",
         machine_line(runs),
         "",
-        "Medians over repetitions. us/req (ELU) = ELU x 1e6 / req/s, the event-loop CPU each request cost; "
-        "us/req (process CPU) also counts GC and thread-pool work. vs express = req/s relative to express in "
-        "the same workload and connection count.",
+        "Medians over repetitions with 95 % bootstrap intervals. us/req ELU = ELU x 1e6 / req/s, the event-loop "
+        "CPU each request cost; us/req CPU is process CPU (also GC and thread-pool work). vs express and vs "
+        "node-http = req/s relative to that server in the same workload and connection count. "
+        f"{MARK_NOT_BOUND} = not server-bound (ELU below 95 %): that req/s says more about the client or the "
+        f"database than about the framework. {MARK_NOISY} = noisy (coefficient of variation over 5 %).",
     ]
     for workload in order:
-        sub = cells[cells["workload"] == workload].sort_values(["connections", "req_per_s"], ascending=[True, False])
-        parts += ["", f"## {workload}", "", workload_table(sub)]
-    parts += [
-        "",
-        f"Generated {generated_at.isoformat(timespec='seconds')} from data/runs.parquet ({len(runs)} runs).",
-        "",
-    ]
+        cells = metrics[metrics["workload"] == workload].sort_values(
+            ["connections", "req_per_s"], ascending=[True, False]
+        )
+        parts += ["", f"## {workload}", "", cell_table(cells)]
+    if "empty" in present:
+        parts += [
+            "",
+            "## Framework share of the request's CPU",
+            "",
+            "Reference model: the framework's us/req on `empty`, held constant, over its us/req on the workload. "
+            "Baseline model: (framework us/req on `empty` minus node-http's) over its us/req on the workload. "
+            "Both are models, not measurements (see the data dictionary).",
+            "",
+            share_table(metrics),
+        ]
+    if len(scores):
+        parts += ["", "## Score", "", "Geometric mean over workloads of node-http's us/req over the server's.", ""]
+        parts += [score_table(scores)]
+    parts += ["", f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs.", ""]
     return "\n".join(parts)
 
 
 if __name__ == "__main__" and "snakemake" in globals():
     sm = snakemake  # noqa: F821
-    frame = pd.read_parquet(sm.input.runs)
-    Path(sm.output.summary).write_text(render(frame, datetime.now(UTC)))
-    Path(sm.log[0]).write_text(f"summary of {len(frame)} runs -> {sm.output.summary}\n")
+    runs = pd.read_parquet(sm.input.runs)
+    text = render(runs, pd.read_parquet(sm.input.metrics), pd.read_parquet(sm.input.scores), datetime.now(UTC))
+    Path(sm.output.summary).write_text(text)
+    Path(sm.log[0]).write_text(f"summary of {len(runs)} runs -> {sm.output.summary}\n")

@@ -80,3 +80,68 @@ def measure_inputs(wildcards):
 def database_params():
     """The database settings a measurement depends on."""
     return {k: config["database"][k] for k in ("dsn", "run_as", "settings")}
+
+
+# --- Scopes: "overall" is every workload; a workload name is that workload alone ---
+WORKLOADS = list(config["workloads"])
+SCOPES = ["overall", *WORKLOADS]
+CHART_NAMES = ["cpu-per-request", "connection-sweep", "framework-share", "ratio-vs-express"]
+CHART_EXTS = ["png", "svg", "html", "vl.json"]
+
+
+wildcard_constraints:
+    scope="|".join(map(re.escape, SCOPES)),
+    chart="|".join(CHART_NAMES),
+
+
+def workload_records(workload):
+    """Records a workload's own figures need: its cells, plus the empty cells its share model uses."""
+    needed = {workload, "empty"} & set(WORKLOADS)
+    return [f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells() if w in needed]
+
+
+def scope_runs(scope):
+    return "data/runs.parquet" if scope == "overall" else f"data/by-workload/{scope}/runs.parquet"
+
+
+def scope_metrics(scope):
+    return "data/metrics.parquet" if scope == "overall" else f"data/by-workload/{scope}/metrics.parquet"
+
+
+def scope_scores(scope):
+    return "data/scores.parquet" if scope == "overall" else f"data/by-workload/{scope}/scores.parquet"
+
+
+def scope_summary(scope):
+    return "reports/summary.md" if scope == "overall" else f"reports/{scope}/summary.md"
+
+
+def scope_workloads(scope):
+    return WORKLOADS if scope == "overall" else [scope]
+
+
+def scope_chart_names(scope):
+    """Charts drawn for a scope; the connection sweep only where a workload has several levels."""
+    swept = any(len(config["workloads"][w]["connections"]) > 1 for w in scope_workloads(scope))
+    return [c for c in CHART_NAMES if c != "connection-sweep" or swept]
+
+
+def scope_charts(scope, exts=CHART_EXTS):
+    return [
+        f"reports/{scope}/charts/{c}.{e}" for c in scope_chart_names(scope) for e in exts
+    ]
+
+
+def scope_outputs(scope):
+    """Everything a scope's `all` manifest lists."""
+    records = run_records() if scope == "overall" else workload_records(scope)
+    extra = ["reports/index.html"] if scope == "overall" else []
+    return [
+        *records,
+        scope_runs(scope),
+        scope_metrics(scope),
+        scope_scores(scope),
+        scope_summary(scope),
+        *scope_charts(scope),
+        *extra,
+    ]

@@ -1,0 +1,93 @@
+"""Synthetic run records with known structure, for the metrics tests and the scale benchmark."""
+
+import numpy as np
+
+# Event-loop microseconds per request that each server spends on the framework,
+# and what each workload adds on top of it.
+FRAMEWORK_US = {"node-http": 60.0, "express": 250.0, "express-lean": 240.0, "fastify": 55.0, "fastify-schema": 52.0}
+WORKLOAD_US = {"empty": 0.0, "point-lookup": 120.0, "list": 700.0}
+
+
+def synthetic_records(servers, workloads, connections, repetitions, seed=0, noise=0.02) -> list[dict]:
+    """Records whose us/req is framework + workload cost, with multiplicative noise."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for workload in workloads:
+        for server in servers:
+            for conn in connections:
+                for rep in range(1, repetitions + 1):
+                    us = (FRAMEWORK_US.get(server, 100.0) + WORKLOAD_US.get(workload, 300.0)) * rng.lognormal(0, noise)
+                    elu = min(1.0, 0.5 + conn / 100)
+                    rps = elu * 1e6 / us
+                    window = 10.0
+                    requests = int(rps * window)
+                    out.append(
+                        {
+                            "server": server,
+                            "workload": workload,
+                            "connections": int(conn),
+                            "repetition": rep,
+                            "load_generator": "autocannon",
+                            "stopping_rule": "duration",
+                            "path": "/x",
+                            "warmup_s": 3.0,
+                            "duration_s": window,
+                            "pool_size": 10,
+                            "window_s": window,
+                            "requests": requests,
+                            "responses_2xx": requests,
+                            "errors": 0,
+                            "timeouts": 0,
+                            "non2xx": 0,
+                            "resets": 0,
+                            "bytes": requests * 270,
+                            "client_reported_duration_s": window,
+                            "client_reported_req_per_s": rps,
+                            "status_counts": {"200": requests},
+                            "latency_p50_ms": conn / rps * 1000,
+                            "latency_p90_ms": 1.5 * conn / rps * 1000,
+                            "latency_p99_ms": 3 * conn / rps * 1000,
+                            "latency_max_ms": 10 * conn / rps * 1000,
+                            "latency_mean_ms": conn / rps * 1000,
+                            "warmup_requests": requests // 3,
+                            "elu_idle_ms": (1 - elu) * window * 1000,
+                            "elu_active_ms": elu * window * 1000,
+                            "elu_utilization": elu,
+                            "elu_window_ms": window * 1000,
+                            "server_cpu_user_us": int(us * requests * 0.9),
+                            "server_cpu_system_us": int(us * requests * 0.15),
+                            "client_cpu_user_us": int(0.3 * window * 1e6),
+                            "client_cpu_system_us": int(0.1 * window * 1e6),
+                            "client_cpu_util": 0.4,
+                            "db_counter": "pg_stat_statements.calls",
+                            "db_queries": 0 if workload == "empty" else requests,
+                            "db_queries_per_request": 0.0 if workload == "empty" else 1.0,
+                            "req_per_s": rps,
+                            "bytes_per_s": rps * 270,
+                            "us_per_req_elu": us,
+                            "us_per_req_cpu": us * 1.05,
+                            "server_cpu_util": elu * 1.05,
+                            "server_cpus": "0",
+                            "client_cpus": "1",
+                            "db_cpus": "1",
+                            "server_pid": 1000 + rep,
+                            "server_exit_code": 0,
+                            "framework": server,
+                            "framework_version": "1.0.0",
+                            "node_version": "v20.0.0",
+                            "express_version": "5.0.0",
+                            "fastify_version": "5.0.0",
+                            "pg_version": "8.0.0",
+                            "autocannon_version": "9.0.0",
+                            "database_mode": "embedded",
+                            "postgres_version": "18.0",
+                            "host": "synthetic",
+                            "cpu_model": "Synthetic CPU",
+                            "cpu_count": 2,
+                            "kernel": "6.0",
+                            "pipeline_commit": "synthetic",
+                            "started_at": "2026-01-01T00:00:00+00:00",
+                            "finished_at": "2026-01-01T00:00:13+00:00",
+                        }
+                    )
+    return out

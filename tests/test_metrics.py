@@ -1,0 +1,173 @@
+"""Metrics on small hand-made tables where the right answer is known."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+import aggregate
+import charts
+import index_page
+import metrics
+from conftest import REPO
+from synthetic import synthetic_records
+
+RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
+DICTIONARY = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())
+
+
+def runs_from(rows) -> pd.DataFrame:
+    """A runs table from (workload, server, connections, rep, req_per_s, us_per_req_elu, elu, client_cpu) tuples."""
+    cols = [
+        "workload",
+        "server",
+        "connections",
+        "repetition",
+        "req_per_s",
+        "us_per_req_elu",
+        "elu_utilization",
+        "client_cpu_util",
+    ]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.assign(
+        stopping_rule="duration",
+        us_per_req_cpu=df["us_per_req_elu"] * 1.1,
+        latency_p50_ms=1.0,
+        latency_p99_ms=5.0,
+        cpu_model="Test CPU",
+    )
+
+
+EXPRESS_FASTIFY = runs_from(
+    [
+        ("empty", "express", 50, 1, 100.0, 300.0, 1.0, 0.3),
+        ("empty", "express", 50, 2, 110.0, 290.0, 1.0, 0.3),
+        ("empty", "express", 50, 3, 90.0, 310.0, 1.0, 0.3),
+        ("empty", "fastify", 50, 1, 400.0, 60.0, 1.0, 0.8),
+        ("empty", "fastify", 50, 2, 440.0, 62.0, 1.0, 0.8),
+        ("empty", "fastify", 50, 3, 420.0, 58.0, 1.0, 0.8),
+        ("empty", "node-http", 50, 1, 500.0, 50.0, 0.97, 0.95),
+        ("empty", "node-http", 50, 2, 500.0, 50.0, 0.97, 0.95),
+        ("empty", "node-http", 50, 3, 500.0, 50.0, 0.97, 0.95),
+        ("list", "express", 50, 1, 10.0, 1000.0, 1.0, 0.2),
+        ("list", "express", 50, 2, 10.0, 1000.0, 1.0, 0.2),
+        ("list", "express", 50, 3, 10.0, 1000.0, 1.0, 0.2),
+        ("list", "fastify", 50, 1, 12.0, 760.0, 0.9, 0.95),
+        ("list", "fastify", 50, 2, 12.0, 760.0, 0.9, 0.95),
+        ("list", "fastify", 50, 3, 12.0, 760.0, 0.9, 0.95),
+        ("list", "node-http", 50, 1, 13.0, 750.0, 0.5, 0.3),
+        ("list", "node-http", 50, 2, 13.0, 750.0, 0.5, 0.3),
+        ("list", "node-http", 50, 3, 13.0, 750.0, 0.5, 0.3),
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def m() -> pd.DataFrame:
+    return metrics.compute_metrics(EXPRESS_FASTIFY).set_index(["workload", "server"])
+
+
+def test_medians_over_repetitions(m):
+    assert m.loc[("empty", "express"), "req_per_s"] == 100.0
+    assert m.loc[("empty", "fastify"), "us_per_req_elu"] == 60.0
+    assert m.loc[("empty", "fastify"), "repetitions"] == 3
+
+
+def test_interval_contains_the_point_estimate(m):
+    for fig in metrics.FIGURES:
+        assert (m[f"{fig}_lo"] <= m[fig]).all() and (m[fig] <= m[f"{fig}_hi"]).all()
+    assert m.loc[("empty", "express"), "req_per_s_lo"] >= 90.0
+    assert m.loc[("empty", "express"), "req_per_s_hi"] <= 110.0
+    # Identical repetitions: the interval is the value itself.
+    assert m.loc[("list", "express"), "req_per_s_lo"] == m.loc[("list", "express"), "req_per_s_hi"] == 10.0
+
+
+def test_cv_and_noisy_flag(m):
+    assert m.loc[("empty", "express"), "req_per_s_cv"] == pytest.approx(np.std([100, 110, 90], ddof=1) / 100)
+    assert bool(m.loc[("empty", "express"), "noisy"])  # 10 % CV
+    assert not bool(m.loc[("list", "express"), "noisy"])
+
+
+def test_ratios_with_intervals(m):
+    assert m.loc[("empty", "fastify"), "speedup_vs_express"] == pytest.approx(4.2)
+    assert m.loc[("empty", "fastify"), "cpu_ratio_vs_express"] == pytest.approx(5.0)
+    assert m.loc[("empty", "express"), "speedup_vs_express"] == 1.0
+    lo, hi = m.loc[("empty", "fastify"), ["speedup_vs_express_lo", "speedup_vs_express_hi"]]
+    assert lo <= 4.2 <= hi and lo >= 400 / 110 - 1e-9 and hi <= 440 / 90 + 1e-9
+    assert m.loc[("list", "fastify"), "speedup_vs_node_http"] == pytest.approx(12 / 13)
+
+
+def test_both_share_models(m):
+    # Reference: fastify's empty cost (60) held constant over its list cost (760).
+    assert m.loc[("list", "fastify"), "share_reference"] == pytest.approx(60 / 760)
+    assert m.loc[("list", "express"), "share_reference"] == pytest.approx(300 / 1000)
+    # Baseline: only what the framework adds over node-http's empty cost (50).
+    assert m.loc[("list", "express"), "share_baseline"] == pytest.approx((300 - 50) / 1000)
+    assert m.loc[("empty", "express"), "share_reference"] == pytest.approx(1.0)
+    assert m.loc[("empty", "node-http"), "share_baseline"] == pytest.approx(0.0)
+
+
+def test_saturation_thresholds(m):
+    assert m.loc[("empty", "express"), "saturation"] == "server-bound"
+    assert m.loc[("empty", "node-http"), "saturation"] == "server-bound"  # 0.97 >= 0.95
+    assert m.loc[("list", "fastify"), "saturation"] == "client-bound"  # ELU 0.9, client 0.95 cores
+    assert m.loc[("list", "node-http"), "saturation"] == "io-bound"
+    verdicts = metrics.saturation(pd.Series([0.95, 0.9499, 0.9499]), pd.Series([0.0, 0.90, 0.8999]))
+    assert list(verdicts) == ["server-bound", "client-bound", "io-bound"]
+
+
+def test_geometric_mean_score():
+    scores = metrics.geomean_scores(metrics.compute_metrics(EXPRESS_FASTIFY)).set_index("server")["score"]
+    assert scores["node-http"] == pytest.approx(100.0)
+    # express: node-http us/req over express's is 50/300 on empty and 750/1000 on list.
+    assert scores["express"] == pytest.approx(100 * np.sqrt(50 / 300 * 750 / 1000))
+    assert scores["fastify"] == pytest.approx(100 * np.sqrt(50 / 60 * 750 / 760))
+
+
+def test_one_repetition_has_a_degenerate_interval():
+    one = EXPRESS_FASTIFY[EXPRESS_FASTIFY["repetition"] == 1]
+    got = metrics.compute_metrics(one).set_index(["workload", "server"])
+    assert got.loc[("empty", "fastify"), "req_per_s_lo"] == got.loc[("empty", "fastify"), "req_per_s_hi"] == 400.0
+    assert got.loc[("empty", "fastify"), "speedup_vs_express"] == pytest.approx(4.0)
+
+
+def test_without_express_the_ratios_are_empty():
+    no_express = EXPRESS_FASTIFY[EXPRESS_FASTIFY["server"] != "express"]
+    got = metrics.compute_metrics(no_express)
+    assert got["speedup_vs_express"].isna().all()
+
+
+def test_every_metrics_column_is_in_the_data_dictionary():
+    got = metrics.compute_metrics(EXPRESS_FASTIFY)
+    assert set(got.columns) == set(DICTIONARY["metrics"])
+    assert set(metrics.geomean_scores(got).columns) == set(DICTIONARY["scores"])
+
+
+@pytest.fixture(scope="module")
+def synthetic_metrics() -> pd.DataFrame:
+    records = synthetic_records(list(charts.SERVER_COLORS), ["empty", "point-lookup", "list"], [10, 50, 200], 3)
+    return metrics.compute_metrics(aggregate.to_frame(records, RUN_SCHEMA))
+
+
+@pytest.mark.parametrize("name", list(charts.CHARTS))
+def test_every_chart_renders_to_png_svg_and_offline_html(name, synthetic_metrics, tmp_path):
+    chart = charts.CHARTS[name](synthetic_metrics)
+    png, svg, html = tmp_path / "c.png", tmp_path / "c.svg", tmp_path / "c.html"
+    charts.save(chart, str(png), str(svg), str(html))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in svg.read_text()
+    page = html.read_text()
+    assert "vegaEmbed" in page and "cdn.jsdelivr" not in page and "<script src=" not in page
+
+
+def test_charts_use_fixed_server_colours(synthetic_metrics):
+    spec = charts.ratio_vs_express(synthetic_metrics).to_dict()
+    scale = spec["layer"][0]["encoding"]["color"]["scale"]
+    assert dict(zip(scale["domain"], scale["range"], strict=True))["express"] == charts.SERVER_COLORS["express"]
+
+
+def test_index_page_inlines_everything(synthetic_metrics):
+    specs = {name: fn(synthetic_metrics).to_dict() for name, fn in charts.CHARTS.items()}
+    page = index_page.render(specs, synthetic_metrics, "# Summary\n\nMeasured on X.\n", "/* bundle */")
+    assert page.count('class="chart"') == len(specs)
+    assert "not-bound" in page and "<script src=" not in page

@@ -27,6 +27,7 @@ from records import (
     check_database,
     check_elu,
     check_load,
+    check_server_requests,
     derive,
     lockfile_versions,
     parse_autocannon,
@@ -141,6 +142,24 @@ def verify_answers(port: int, workload: str, expected) -> None:
             got_status = http_get(port, bad)[0]
             if got_status != status:
                 raise RunError(f"GET {bad} answered HTTP {got_status}, expected {status}")
+
+
+def settled_count(admin: psycopg.Connection, timeout: float = 10.0) -> int:
+    """The workload-query counter once it stops moving.
+
+    Requests still queued for the pool when a load run ends finish their queries a
+    little later; reading the counter only after it settles keeps those queries in
+    the run they belong to (warm-up before the window, the window after it).
+    """
+    deadline = time.monotonic() + timeout
+    last = admin.execute(DB_COUNTER_SQL).fetchone()[0]
+    steady = 0
+    while steady < 3 and time.monotonic() < deadline:
+        time.sleep(0.03)
+        now = admin.execute(DB_COUNTER_SQL).fetchone()[0]
+        steady = steady + 1 if now == last else 0
+        last = now
+    return last
 
 
 class LineReader:
@@ -334,7 +353,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         warm = lines.read(opts.warmup_s + 30, "warm-up summary")
         check_load({**warm, "status_counts": {}}, phase="warm-up")
         log(f"warm-up done: {warm['requests']} requests")
-        q0 = admin.execute(DB_COUNTER_SQL).fetchone()[0]
+        q0 = settled_count(admin)
         driver.stdin.write(b"go\n")
         driver.stdin.flush()
         try:
@@ -346,7 +365,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
                     f"window: {tail(server_log)}"
                 ) from None
             raise e
-        q1 = admin.execute(DB_COUNTER_SQL).fetchone()[0]
+        q1 = settled_count(admin)
         log(f"window closed: {out['window_s']:.3f} s")
         if server.poll() is not None:
             raise RunError(f"server {cell.server} exited with status {server.returncode} during the measured window")
@@ -355,6 +374,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         check_load(load)
         elu = out["elu"]
         check_elu(elu)
+        check_server_requests(elu["requests"], load["requests"], cell.connections)
         check_database(q1 - q0, load["requests"], workload["queries_per_request"], cell.connections)
         procs.stop(server)
         server_exit = server.returncode
@@ -380,6 +400,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "elu_active_ms": elu["active_ms"],
         "elu_utilization": elu["utilization"],
         "elu_window_ms": elu["wall_ms"],
+        "server_requests": elu["requests"],
         "server_cpu_user_us": elu["cpu_user_us"],
         "server_cpu_system_us": elu["cpu_system_us"],
         "client_cpu_user_us": out["client_cpu_user_us"],

@@ -76,6 +76,15 @@ def check_database(queries: int, requests: int, per_request: int, connections: i
         )
 
 
+def check_server_requests(server_requests: int, requests: int, connections: int) -> None:
+    """Raise RunError unless the server saw the client's requests plus at most one in flight per connection."""
+    if not (requests <= server_requests <= requests + connections):
+        raise RunError(
+            f"the server received {server_requests} requests in its window but the load generator counted "
+            f"{requests} (expected {requests} to {requests + connections}); something else is talking to it"
+        )
+
+
 def derive(load: dict, window_s: float, elu: dict) -> dict:
     """Rates and CPU per request from the raw counts of one measured window."""
     requests = load["requests"]

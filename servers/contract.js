@@ -71,11 +71,16 @@ function makeHandlers(pool) {
 function makeProbe(name, framework, frameworkVersion) {
   let window = null;
   return {
+    // Listens to the node:http server's 'request' event, which every framework here
+    // sits on: requests that reached the server while the window was open.
+    onRequest() {
+      if (window !== null) window.requests += 1;
+    },
     whoami() {
       return { name, framework, framework_version: frameworkVersion, node_version: process.version, pid: process.pid };
     },
     eluStart() {
-      window = { elu: performance.eventLoopUtilization(), cpu: process.cpuUsage(), t0: process.hrtime.bigint() };
+      window = { elu: performance.eventLoopUtilization(), cpu: process.cpuUsage(), t0: process.hrtime.bigint(), requests: 0 };
       return { ok: true };
     },
     eluStop() {
@@ -83,6 +88,8 @@ function makeProbe(name, framework, frameworkVersion) {
       const elu = performance.eventLoopUtilization(window.elu);
       const cpu = process.cpuUsage(window.cpu);
       const wallMs = Number(process.hrtime.bigint() - window.t0) / 1e6;
+      // Less this /__elu/stop request itself.
+      const requests = window.requests - 1;
       window = null;
       return {
         status: 200,
@@ -93,6 +100,7 @@ function makeProbe(name, framework, frameworkVersion) {
           cpu_user_us: cpu.user,
           cpu_system_us: cpu.system,
           wall_ms: wallMs,
+          requests,
         },
       };
     },
@@ -100,8 +108,9 @@ function makeProbe(name, framework, frameworkVersion) {
 }
 
 // Listen on loopback, print the readiness line, close server and pool on SIGTERM.
-// `server` is a node:http Server (frameworks expose theirs); `listen` starts it.
-function serve({ name, listen, close }) {
+// `server` is the node:http Server under the framework; `listen` starts it.
+function serve({ name, server, probe, listen, close }) {
+  server.on('request', probe.onRequest);
   const port = Number(process.env.PORT);
   if (!Number.isInteger(port) || port <= 0) {
     console.error(`${name}: PORT must be set to a port number, got ${JSON.stringify(process.env.PORT)}`);

@@ -20,4 +20,4 @@ app.get('/__elu/start', (req, res) => res.json(probe.eluStart()));
 app.get('/__elu/stop', (req, res) => reply(res, probe.eluStop()));
 
 const server = require('node:http').createServer(app);
-c.serve({ name: 'express-lean', listen: c.listenHttp(server), close: c.closeHttp(server, pool) });
+c.serve({ name: 'express-lean', server, probe, listen: c.listenHttp(server), close: c.closeHttp(server, pool) });

@@ -18,4 +18,4 @@ app.get('/__elu/start', (req, res) => res.json(probe.eluStart()));
 app.get('/__elu/stop', (req, res) => reply(res, probe.eluStop()));
 
 const server = require('node:http').createServer(app);
-c.serve({ name: 'express', listen: c.listenHttp(server), close: c.closeHttp(server, pool) });
+c.serve({ name: 'express', server, probe, listen: c.listenHttp(server), close: c.closeHttp(server, pool) });

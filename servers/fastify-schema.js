@@ -21,6 +21,8 @@ app.get('/__elu/stop', async (req, rep) => reply(rep, probe.eluStop()));
 
 c.serve({
   name: 'fastify-schema',
+  server: app.server,
+  probe,
   listen: (port, host) => app.listen({ port, host }),
   close: () => app.close().then(() => pool.end()),
 });

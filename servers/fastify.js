@@ -19,6 +19,8 @@ app.get('/__elu/stop', async (req, rep) => reply(rep, probe.eluStop()));
 
 c.serve({
   name: 'fastify',
+  server: app.server,
+  probe,
   listen: (port, host) => app.listen({ port, host }),
   close: () => app.close().then(() => pool.end()),
 });

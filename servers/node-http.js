@@ -37,4 +37,4 @@ const server = http.createServer((req, res) => {
   }
 });
 
-c.serve({ name: 'node-http', listen: c.listenHttp(server), close: c.closeHttp(server, pool) });
+c.serve({ name: 'node-http', server, probe, listen: c.listenHttp(server), close: c.closeHttp(server, pool) });

@@ -215,3 +215,12 @@ def test_config_schema_describes_every_key():
 
     walk(schema, "")
     assert schema["additionalProperties"] is False
+
+
+def test_server_request_count_must_match_the_client():
+    records.check_server_requests(1050, 1000, 50)
+    records.check_server_requests(1000, 1000, 50)
+    with pytest.raises(records.RunError, match="received 1051 requests"):
+        records.check_server_requests(1051, 1000, 50)
+    with pytest.raises(records.RunError, match="received 999 requests"):
+        records.check_server_requests(999, 1000, 50)

@@ -92,6 +92,32 @@ def leftovers(project: Path) -> list[str]:
     return [f"{p.pid} {' '.join(p.cmdline())[:150]}" for p in procs if p.is_running()]
 
 
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--virtual-time-budget=20000",
+    "--window-size=1400,4000",
+]
+
+
+def render_in_chromium(page: Path, tmp: Path) -> tuple[str, Path]:
+    """The page's DOM after its scripts ran in headless Chromium, and a screenshot of it."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert chromium, "Chromium is needed for the browser check: bash scripts/setup.sh --tests installs it"
+    common = [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={tmp / 'profile'}"]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    shot = tmp / "index.png"
+    subprocess.run([*common, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120, check=True)
+    return dom.stdout, shot
+
+
 @pytest.fixture(scope="session")
 def project(tmp_path_factory) -> Path:
     """The tiny pipeline, run end to end once (npm ci, template, measurements, Parquet, summary)."""

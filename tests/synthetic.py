@@ -54,6 +54,7 @@ def synthetic_records(servers, workloads, connections, repetitions, seed=0, nois
                             "elu_active_ms": elu * window * 1000,
                             "elu_utilization": elu,
                             "elu_window_ms": window * 1000,
+                            "server_requests": requests + int(conn),
                             "server_cpu_user_us": int(us * requests * 0.9),
                             "server_cpu_system_us": int(us * requests * 0.15),
                             "client_cpu_user_us": int(0.3 * window * 1e6),

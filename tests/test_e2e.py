@@ -1,11 +1,12 @@
 """The real pipeline on a tiny config: real PostgreSQL, real servers, real autocannon."""
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
 
-from conftest import planned_cells, snakemake
+from conftest import planned_cells, render_in_chromium, snakemake
 
 
 def test_every_run_is_a_clean_result(project: Path):
@@ -71,3 +72,54 @@ def test_editing_one_server_replans_only_its_jobs(project: Path):
         server.write_text(original)
         os.utime(server, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert "Nothing to be done" in snakemake(project, "--dry-run", "reports/all").stdout
+
+
+def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
+    cells = pd.read_parquet(project / "data" / "metrics.parquet")
+    assert len(cells) == 6 and set(cells["saturation"]) <= {"server-bound", "client-bound", "io-bound"}
+    assert (cells.loc[cells["server"] == "express", "speedup_vs_express"] == 1.0).all()
+    scores = pd.read_parquet(project / "data" / "scores.parquet").set_index("server")
+    assert scores.loc["node-http", "score"] == 100.0
+    manifest = (project / "reports" / "all").read_text().split()
+    for chart in ("cpu-per-request", "framework-share", "ratio-vs-express"):
+        for ext in ("png", "svg", "html"):
+            assert f"reports/overall/charts/{chart}.{ext}" in manifest
+    assert "reports/index.html" in manifest and "data/metrics.parquet" in manifest
+    summary = (project / "reports" / "summary.md").read_text()
+    assert "## Framework share" in summary and "## Score" in summary
+
+
+def test_index_page_renders_every_chart_offline(project: Path, tmp_path: Path):
+    page = project / "reports" / "index.html"
+    html = page.read_text()
+    assert "<script src=" not in html and "https://" not in html.split("<script>")[0]
+    dom, screenshot = render_in_chromium(page, tmp_path)
+    starts = [m.start() for m in re.finditer(r'id="chart-\d+"', dom)]
+    assert len(starts) == html.count('class="chart"') >= 3
+    for start, end in zip(starts, [*starts[1:], dom.index("All cells", starts[-1])], strict=True):
+        tag, body = dom[start : dom.index(">", start)], dom[start:end]
+        assert 'data-rendered="yes"' in tag, f"{tag} did not render: {body[:300]}"
+        assert "<svg" in body and body.count('role="graphics-symbol"') >= 3, f"{tag} has no marks"
+    assert screenshot.stat().st_size > 10_000
+
+
+def test_each_workload_has_its_own_target(project: Path):
+    res = snakemake(project, "--dry-run", "--forceall", "reports/empty/all")
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert {w for w, _ in planned_cells(res.stdout)} == {"empty"}
+    assert "reports/empty/charts/cpu-per-request.png" in res.stdout
+    assert "reports/point-lookup" not in res.stdout
+
+
+def test_redraw_without_measuring(project: Path):
+    res = snakemake(project, "--dry-run", "reports/all", "--forcerun", "compute_metrics")
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert planned_cells(res.stdout) == set()
+    assert "plot_cpu_per_request" in res.stdout and "build_index_page" in res.stdout
+
+
+def test_snakemake_report_is_offline(project: Path):
+    res = snakemake(project, "--report", "reports/report.html")
+    assert res.returncode == 0, res.stdout[-3000:]
+    report = (project / "reports" / "report.html").read_text()
+    assert "cpu-per-request" in report and '<script src="http' not in report

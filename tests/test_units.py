@@ -4,17 +4,18 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
 import aggregate
 import manifest
+import metrics
 import procs
 import records
 import seed
 import summary
 from conftest import FIXTURES, REPO
+from synthetic import synthetic_records
 
 RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
 
@@ -153,52 +154,23 @@ def test_aggregate_names_the_file_and_field_of_a_bad_record(tmp_path: Path):
         aggregate.load_records([p], RUN_SCHEMA)
 
 
-def test_summary_medians_and_ratio_vs_express():
-    rows = [
-        ("express", 1, 100.0),
-        ("express", 2, 120.0),
-        ("express", 3, 110.0),
-        ("fastify", 1, 400.0),
-        ("fastify", 2, 440.0),
-        ("fastify", 3, 420.0),
-    ]
-    runs = pd.DataFrame(
-        [
-            {
-                "workload": "empty",
-                "connections": 50,
-                "server": s,
-                "repetition": r,
-                "req_per_s": v,
-                "elu_utilization": 1.0,
-                "us_per_req_elu": 1e6 / v,
-                "us_per_req_cpu": 1e6 / v,
-                "latency_p50_ms": 1.0,
-                "latency_p99_ms": 2.0,
-            }
-            for s, r, v in rows
-        ]
-    )
-    cells = summary.with_ratio(summary.cell_medians(runs)).set_index("server")
-    assert cells.loc["express", "req_per_s"] == 110.0
-    assert cells.loc["fastify", "req_per_s"] == 420.0
-    assert cells.loc["fastify", "ratio_vs_express"] == pytest.approx(420 / 110)
-    assert cells.loc["fastify", "runs"] == 3
-    table = summary.workload_table(cells.reset_index())
-    assert "| fastify | 50 | 420 |" in table and "3.82x" in table
+def test_summary_renders_tables_marks_and_machine():
+    records = synthetic_records(["node-http", "express", "fastify"], ["empty", "point-lookup"], [10, 50], 3)
+    runs = aggregate.to_frame(records, RUN_SCHEMA)
+    cells = metrics.compute_metrics(runs)
+    text = summary.render(runs, cells, metrics.geomean_scores(cells), datetime(2026, 1, 2, tzinfo=UTC))
+    assert "Measured on Synthetic CPU" in text and "Node.js v20.0.0" in text and "Generated 2026-01-02" in text
+    assert "## empty" in text and "## point-lookup" in text and "## Framework share" in text and "## Score" in text
+    # The synthetic ELU is 0.6 at 10 connections: those cells are marked as not server-bound.
+    assert "| express† | 10 |" in text and "| express | 50 |" in text
+    fastify = cells[(cells["server"] == "fastify") & (cells["workload"] == "empty") & (cells["connections"] == 50)]
+    assert f"{fastify['speedup_vs_express'].iloc[0]:.2f}x [" in text
 
 
-def test_summary_without_express_says_na():
-    cells = pd.DataFrame({"workload": ["empty"], "connections": [50], "server": ["fastify"], "req_per_s": [1.0]})
-    assert pd.isna(summary.with_ratio(cells)["ratio_vs_express"].iloc[0])
-    assert summary.fmt_ratio(float("nan")) == "n/a"
-
-
-def test_summary_renders_machine_and_date():
-    record = make_record(server="express", workload="empty", cpu_model="Test CPU", node_version="v20.0.0")
-    runs = aggregate.to_frame([record], RUN_SCHEMA)
-    text = summary.render(runs, datetime(2026, 1, 2, tzinfo=UTC))
-    assert "Measured on Test CPU" in text and "Node.js v20.0.0" in text and "Generated 2026-01-02" in text
+def test_summary_interval_formatting():
+    assert summary.ci(4209.4, 3754.0, 4310.2) == "4,209 [3,754–4,310]"
+    assert summary.ci(4.2, 4.2, 4.2, ".2f", "x") == "4.20x"
+    assert summary.ci(float("nan"), 1, 2) == "n/a"
 
 
 def test_manifest_is_sorted_and_unique():

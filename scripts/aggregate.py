@@ -19,6 +19,8 @@ def column_types(schema: dict) -> dict:
             types[name] = "Int64" if "null" in kinds else "int64"
         elif "number" in kinds:
             types[name] = "float64"
+        elif "boolean" in kinds:
+            types[name] = "bool"
         elif spec.get("x-category"):
             types[name] = "category"
         else:

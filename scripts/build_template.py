@@ -3,6 +3,7 @@
 import hashlib
 import json
 import shutil
+import signal
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -26,6 +27,12 @@ def load_users(conninfo: str, schema_sql: str, rows: int) -> None:
         conn.execute(schema_sql)
         if users_match(conn, rows):
             return
+        held = conn.execute("SELECT count(*) FROM users").fetchone()[0]
+        if held:
+            raise pgcluster.DatabaseError(
+                f"the users table already holds {held} rows that are not the benchmark's seed of {rows}; "
+                "refusing to overwrite them: point database.dsn at a database of its own"
+            )
         with conn.transaction():
             conn.execute("TRUNCATE users")
             with conn.cursor().copy(f"COPY users ({', '.join(seed.COLUMNS)}) FROM STDIN") as copy:
@@ -96,7 +103,14 @@ def build_template(template_dir: Path, rows: int, schema_sql: str, run_as: str, 
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 if __name__ == "__main__" and "snakemake" in globals():
+    # SIGTERM (Snakemake, scancel) unwinds like Ctrl-C, so the scratch cluster is stopped and removed.
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
     sm = snakemake  # noqa: F821
     with open(sm.log[0], "w") as logf:
 

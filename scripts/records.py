@@ -34,6 +34,7 @@ def parse_autocannon(result: dict) -> dict:
         "timeouts": int(result["timeouts"]),
         "non2xx": int(result["non2xx"]),
         "resets": int(result.get("resets", 0)),
+        "mismatches": int(result.get("mismatches", 0)),
         "bytes": int(result["throughput"]["total"]),
         "client_reported_duration_s": float(result["duration"]),
         "client_reported_req_per_s": float(result["requests"]["average"]),
@@ -55,24 +56,30 @@ def check_load(load: dict, phase: str = "measured window") -> None:
         bad = {k: v for k, v in load.get("status_counts", {}).items() if not k.startswith("2")}
         detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
         problems.append(f"{load['non2xx']} non-2xx responses" + (f" ({detail})" if detail else ""))
+    if load.get("mismatches"):
+        problems.append(f"{load['mismatches']} answers that differed from the expected body")
     if problems:
         raise RunError(f"the load generator saw {', '.join(problems)} during the {phase}; this run is not a result")
     if load["requests"] <= 0:
         raise RunError(f"the load generator completed no requests during the {phase}")
 
 
-def check_database(queries: int, requests: int, per_request: int, connections: int) -> None:
-    """Raise RunError unless the database did per_request queries for each request.
-
-    Requests cut off when the window closes may have run their query without their
-    response being counted, so up to one query per connection may be extra.
-    """
-    expected = requests * per_request
-    slack = connections * per_request
-    if not (expected <= queries <= expected + slack):
+def check_database(queries: int, server_requests: int, per_request: int) -> None:
+    """Raise RunError unless the database ran per_request queries for each request the server received."""
+    expected = server_requests * per_request
+    if queries != expected:
         raise RunError(
-            f"the database ran {queries} queries for {requests} requests "
-            f"(expected {expected} to {expected + slack}); the workload did not do the work it claims"
+            f"the database ran {queries} workload queries for the {server_requests} requests the server received "
+            f"(expected {expected}); the workload did not do the work it claims"
+        )
+
+
+def check_bytes(received: int, responses: int, answer_size: int) -> None:
+    """Raise RunError unless every response was as long as the verified answer (headers and body)."""
+    if received != responses * answer_size:
+        raise RunError(
+            f"the load generator received {received} bytes in {responses} responses, but the verified answer is "
+            f"{answer_size} bytes (expected {responses * answer_size}): some answers differed from the verified one"
         )
 
 
@@ -86,15 +93,23 @@ def check_server_requests(server_requests: int, requests: int, connections: int)
 
 
 def derive(load: dict, window_s: float, elu: dict) -> dict:
-    """Rates and CPU per request from the raw counts of one measured window."""
-    requests = load["requests"]
-    req_per_s = requests / window_s
+    """Rates and CPU per request from the raw counts of one measured window.
+
+    The server's figures use the server's own window and the requests that reached it
+    in that window, so time and count cover the same work (the client stops counting
+    while its last requests, one per connection, are still being served).
+    """
+    # The ELU's own clock (idle + active), so that ELU x 1e6 / req_per_s is exactly active time per request.
+    server_window_s = (elu["idle_ms"] + elu["active_ms"]) / 1000.0
+    server_requests = elu["requests"]
+    req_per_s = server_requests / server_window_s
     cpu_us = elu["cpu_user_us"] + elu["cpu_system_us"]
     return {
         "req_per_s": req_per_s,
+        "client_req_per_s": load["requests"] / window_s,
         "bytes_per_s": load["bytes"] / window_s,
         "us_per_req_elu": elu["utilization"] * 1e6 / req_per_s,
-        "us_per_req_cpu": cpu_us / requests,
+        "us_per_req_cpu": cpu_us / server_requests,
         "server_cpu_util": cpu_us / (elu["wall_ms"] * 1000.0),
     }
 

@@ -1,10 +1,12 @@
 """Shared fixtures: a throw-away copy of the pipeline with a tiny config, run for real once."""
 
+import glob
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -86,10 +88,14 @@ def pipeline_processes(marker: str) -> list[psutil.Process]:
     return found
 
 
+SCRATCH_GLOBS = ["/dev/shm/nodebench-*", f"{tempfile.gettempdir()}/nodebench-*"]
+
+
 def leftovers(project: Path) -> list[str]:
-    """Descriptions of processes a run in project (or any job scratch dir) left running."""
+    """Processes a run in project (or any job scratch dir) left running, and scratch dirs left behind."""
     procs = pipeline_processes(str(project)) + pipeline_processes("/nodebench-")
-    return [f"{p.pid} {' '.join(p.cmdline())[:150]}" for p in procs if p.is_running()]
+    found = [f"{p.pid} {' '.join(p.cmdline())[:150]}" for p in procs if p.is_running()]
+    return found + [d for pattern in SCRATCH_GLOBS for d in glob.glob(pattern)]
 
 
 CHROMIUM_FLAGS = [
@@ -127,5 +133,6 @@ def project(tmp_path_factory) -> Path:
     yield dest
     left = leftovers(dest)
     for line in left:
-        os.kill(int(line.split()[0]), signal.SIGKILL)
+        if line[0].isdigit():
+            os.kill(int(line.split()[0]), signal.SIGKILL)
     assert not left, f"processes left running after the suite: {left}"

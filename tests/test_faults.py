@@ -1,17 +1,22 @@
 """Bad input and faults: each one fails with a message that names it, leaving nothing behind."""
 
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
-from conftest import leftovers, make_project, pipeline_processes, planned_cells, snakemake
+import pgcluster
+import procs
+from conftest import REPO, TINY_CONFIG, leftovers, make_project, pipeline_processes, planned_cells, snakemake
 
 
 def record(project: Path, server: str, workload: str = "point-lookup", connections: int = 10) -> Path:
@@ -112,7 +117,8 @@ def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
     rec = record(project, "fastify")
     saved = rec.read_bytes()
     # As if the run had been interrupted before this cell and everything downstream of it.
-    for path in [rec, *(project / p for p in ("data/runs.parquet", "reports/summary.md", "reports/all"))]:
+    log = project / "data/logs/measure/point-lookup/fastify/c10/r1.log"
+    for path in [rec, log, *(project / p for p in ("data/runs.parquet", "reports/summary.md", "reports/all"))]:
         path.unlink()
     proc = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "1", "reports/all"],
@@ -122,17 +128,16 @@ def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
         start_new_session=True,
     )
     try:
+        # Interrupt inside the measured window: the job logs the end of the warm-up just before it opens.
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            names = [p.name() for p in pipeline_processes(str(project))] + [
-                p.name() for p in pipeline_processes("/nodebench-")
-            ]
-            # server + load generator (node, node) and the database (postgres) are all up.
-            if names.count("node") >= 2 and "postgres" in names:
+            if log.exists() and "warm-up done" in log.read_text():
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
         else:
-            pytest.fail("the measurement job never started its server, load generator and database")
+            pytest.fail("the measurement job never finished its warm-up")
+        assert {p.name() for p in pipeline_processes(str(project))} == {"node"}
+        assert pipeline_processes("/nodebench-"), "the job's PostgreSQL is not running"
         # What a terminal does on Ctrl-C: SIGINT to the whole foreground process group.
         os.killpg(proc.pid, signal.SIGINT)
         proc.wait(timeout=30)
@@ -151,3 +156,67 @@ def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
             rec.write_bytes(saved)
         shutil.rmtree(project / ".snakemake" / "incomplete", ignore_errors=True)
         assert snakemake(project, "reports/all").returncode == 0
+
+
+def test_a_single_cpu_is_refused(project: Path):
+    target = record(project, "node-http", connections=30).relative_to(project)
+    res = subprocess.run(
+        ["taskset", "-c", "0", sys.executable, "-m", "snakemake", "--cores", "1", str(target)],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    assert_failed(res, "the job may run only on CPU [0]", "allow_shared_cpu")
+    assert not leftovers(project)
+
+
+def test_no_warm_up_is_allowed(project: Path):
+    res = measure_one(project, "node-http", "warmup_s=0", connections=40)
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert json.loads(record(project, "node-http", connections=40).read_text())["warmup_requests"] == 0
+
+
+@pytest.fixture
+def external_postgres(tmp_path: Path):
+    """A separate PostgreSQL standing in for a user's existing server (trust auth on loopback)."""
+    user = pgcluster.run_as_account("nobody")
+    scratch = Path(tempfile.mkdtemp(prefix="external-pg-"))
+    proc = None
+    try:
+        pgcluster.hand_over(scratch, user)
+        install = pgcluster.usable_install(user, scratch)
+        pgcluster.initdb(install, scratch / "pgdata")
+        port = procs.free_port()
+        proc = pgcluster.start(install, scratch / "pgdata", port, {}, scratch / "pg.log")
+        pgcluster.wait_ready(proc, port, scratch / "pg.log")
+        with psycopg.connect(pgcluster.conninfo(port), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE ext")
+        with psycopg.connect(pgcluster.conninfo(port, dbname="ext"), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+        yield port
+    finally:
+        pgcluster.stop(proc)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def test_existing_server_through_a_dsn(tmp_path: Path, external_postgres: int):
+    dsn = f"host=127.0.0.1 port={external_postgres} user=postgres dbname=ext"
+    config = TINY_CONFIG.replace("database:\n  rows: 20000\n", f"database:\n  rows: 20000\n  dsn: '{dsn}'\n")
+    proj = make_project(tmp_path / "dsn", config)
+    # A users table that is not the seed is never overwritten.
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute((REPO / "sql/schema.sql").read_text())
+        conn.execute("INSERT INTO users VALUES (1, 'someone', 'e', 'n', 'c', 'XX', 'b', 1, true)")
+    res = snakemake(proj, "data/database/database.json")
+    assert_failed(res, "already holds 1 rows that are not the benchmark's seed", "refusing to overwrite")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM users")
+    target = "data/runs/point-lookup/express/c10/r1.json"
+    res = snakemake(proj, target, "--config", "servers=[express]")
+    assert res.returncode == 0, res.stdout[-3000:]
+    rec = json.loads((proj / target).read_text())
+    assert rec["database_mode"] == "dsn" and f"port={external_postgres}" in rec["database_dsn"]
+    assert rec["db_queries"] == rec["server_requests"]
+    assert not leftovers(proj)

@@ -9,6 +9,7 @@ import yaml
 
 import aggregate
 import manifest
+import measure
 import metrics
 import procs
 import records
@@ -53,33 +54,41 @@ def test_zero_requests_is_not_a_result():
 
 
 @pytest.mark.parametrize(
-    ("queries", "requests", "per_request", "connections", "ok"),
-    [
-        (1000, 1000, 1, 50, True),
-        (1050, 1000, 1, 50, True),
-        (1051, 1000, 1, 50, False),
-        (999, 1000, 1, 50, False),
-        (0, 1000, 0, 50, True),
-        (3, 1000, 0, 50, False),
-    ],
+    ("queries", "server_requests", "per_request", "ok"),
+    [(1000, 1000, 1, True), (1001, 1000, 1, False), (999, 1000, 1, False), (0, 1000, 0, True), (3, 1000, 0, False)],
 )
-def test_database_counter_must_match_requests(queries, requests, per_request, connections, ok):
+def test_database_counter_must_match_the_requests_the_server_saw(queries, server_requests, per_request, ok):
     if ok:
-        records.check_database(queries, requests, per_request, connections)
+        records.check_database(queries, server_requests, per_request)
     else:
-        with pytest.raises(records.RunError, match=f"ran {queries} queries for {requests} requests"):
-            records.check_database(queries, requests, per_request, connections)
+        with pytest.raises(records.RunError, match=f"ran {queries} workload queries for the {server_requests}"):
+            records.check_database(queries, server_requests, per_request)
 
 
-def test_derive_cpu_per_request():
-    load = {"requests": 20_000, "bytes": 5_400_000}
-    elu = {"utilization": 0.5, "cpu_user_us": 800_000, "cpu_system_us": 200_000, "wall_ms": 2000.0}
-    d = records.derive(load, 2.0, elu)
+def test_every_response_must_have_the_verified_size():
+    records.check_bytes(4500, 10, 450)
+    with pytest.raises(records.RunError, match="received 4490 bytes in 10 responses, but the verified answer is 450"):
+        records.check_bytes(4490, 10, 450)
+
+
+def test_derive_cpu_per_request_pairs_the_server_window_with_its_requests():
+    # The client counted 19,950 responses in 1.995 s; the server saw 20,000 requests in its 2.0 s window.
+    load = {"requests": 19_950, "bytes": 5_386_500}
+    elu = {
+        "utilization": 0.5,
+        "idle_ms": 1000.0,
+        "active_ms": 1000.0,
+        "cpu_user_us": 800_000,
+        "cpu_system_us": 200_000,
+        "wall_ms": 2000.0,
+        "requests": 20_000,
+    }
+    d = records.derive(load, 1.995, elu)
     assert d["req_per_s"] == 10_000
-    assert d["us_per_req_elu"] == pytest.approx(50.0)  # 0.5 * 1e6 / 10,000
+    assert d["client_req_per_s"] == pytest.approx(10_000)
+    assert d["us_per_req_elu"] == pytest.approx(50.0)  # 0.5 * 1e6 / 10,000 = 1,000 ms active / 20,000
     assert d["us_per_req_cpu"] == pytest.approx(50.0)  # 1,000,000 us / 20,000
     assert d["server_cpu_util"] == pytest.approx(0.5)
-    assert d["bytes_per_s"] == 2_700_000
 
 
 @pytest.mark.parametrize("u", [0.0, 1.2, -0.1])
@@ -121,8 +130,8 @@ def make_record(**overrides) -> dict:
     base = {}
     for name, spec in RUN_SCHEMA["properties"].items():
         kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
-        base[name] = {"integer": 1, "number": 0.5, "string": "x", "object": {}}[kinds[0]]
-    base.update(errors=0, timeouts=0, non2xx=0, database_mode="embedded", status_counts={"200": 1})
+        base[name] = {"integer": 1, "number": 0.5, "string": "x", "object": {}, "boolean": False}[kinds[0]]
+    base.update(errors=0, timeouts=0, non2xx=0, mismatches=0, database_mode="embedded", status_counts={"200": 1})
     base.update(overrides)
     return base
 
@@ -196,3 +205,25 @@ def test_server_request_count_must_match_the_client():
         records.check_server_requests(1051, 1000, 50)
     with pytest.raises(records.RunError, match="received 999 requests"):
         records.check_server_requests(999, 1000, 50)
+
+
+def test_dsn_environment_maps_every_key_and_keeps_pg_variables():
+    env = measure.dsn_environment(
+        "host=db.example port=5433 dbname=bench user=app sslmode=require",
+        {"PGPASSWORD": "s3cret", "HOME": "/h", "X": "1"},
+    )
+    assert env == {
+        "PGHOST": "db.example",
+        "PGPORT": "5433",
+        "PGDATABASE": "bench",
+        "PGUSER": "app",
+        "PGSSLMODE": "require",
+        "PGPASSWORD": "s3cret",
+        "HOME": "/h",
+    }
+    with pytest.raises(records.RunError, match="'target_session_attrs'"):
+        measure.dsn_environment("host=x target_session_attrs=any", {})
+
+
+def test_redacted_dsn_drops_the_password():
+    assert "s3cret" not in measure.redacted_dsn("host=x user=u password=s3cret dbname=d")

@@ -63,13 +63,8 @@ async function main() {
   emit({ event: 'loaded' });
   await waitFor('warmup');
   const warm = opts.warmup_s > 0 ? await run(opts.warmup_s) : null;
-  emit({
-    event: 'warmup',
-    requests: warm ? warm.requests.total : 0,
-    errors: warm ? warm.errors : 0,
-    timeouts: warm ? warm.timeouts : 0,
-    non2xx: warm ? warm.non2xx : 0,
-  });
+  // The whole warm-up result, so the harness can say what went wrong with it.
+  emit({ event: 'warmup', autocannon: warm });
   await waitFor('go');
   await getJson('/__elu/start');
   const cpu0 = process.cpuUsage();

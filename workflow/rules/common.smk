@@ -29,6 +29,20 @@ def check_servers(names):
 
 check_servers(config["servers"])
 
+
+def check_pool_fits():
+    """The embedded server must accept every pool connection plus the harness's own."""
+    settings = config["database"].get("settings", {})
+    limit = int(settings.get("max_connections", 100))
+    if not config["database"].get("dsn") and config["pool_size"] + 2 > limit:
+        raise WorkflowError(
+            f"config key 'pool_size' is {config['pool_size']}, but database.settings.max_connections is "
+            f"{limit}: raise max_connections to at least pool_size + 2"
+        )
+
+
+check_pool_fits()
+
 # Measurement jobs never overlap on one machine: each takes the one unit of 'bench'.
 # The default profile sets the same limit; this keeps it when no profile is used.
 if "bench" not in workflow.global_resources:

@@ -4,6 +4,7 @@ if EMBEDDED:
         input:
             schema="sql/schema.sql",
             seed="scripts/seed.py",
+            modules=["scripts/pgcluster.py", "scripts/procs.py"],
         output:
             template=directory(TEMPLATE),
             info=DATABASE_INFO,
@@ -21,6 +22,7 @@ else:
         input:
             schema="sql/schema.sql",
             seed="scripts/seed.py",
+            modules=["scripts/build_template.py"],
         output:
             info=DATABASE_INFO,
         log:

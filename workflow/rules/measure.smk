@@ -1,6 +1,14 @@
 rule measure_run:
     input:
         unpack(measure_inputs),
+        run_schema="workflow/schemas/run-record.schema.yaml",
+        # measure.py's own modules: a change to any of them can change a figure.
+        modules=[
+            "scripts/records.py",
+            "scripts/procs.py",
+            "scripts/pgcluster.py",
+            "scripts/provenance.py",
+        ],
     output:
         record="data/runs/{workload}/{server}/c{connections}/r{rep}.json",
     log:
@@ -14,6 +22,7 @@ rule measure_run:
         server_port=config["server_port"],
         node=config["node"],
         scratch_dir=config["scratch_dir"],
+        allow_shared_cpu=config["allow_shared_cpu"],
         database=database_params(),
         repo=workflow.basedir,
     script:

@@ -11,11 +11,11 @@ rule plot_cpu_per_request:
         svg="reports/{scope}/charts/cpu-per-request.svg",
         html="reports/{scope}/charts/cpu-per-request.html",
         spec="reports/{scope}/charts/cpu-per-request.vl.json",
+    log:
+        "data/logs/plot_cpu_per_request/{scope}.log",
     params:
         chart="cpu-per-request",
         workload=lambda wc: None if wc.scope == "overall" else wc.scope,
-    log:
-        "data/logs/plot_cpu_per_request/{scope}.log",
     script:
         "../../scripts/charts.py"
 
@@ -33,11 +33,11 @@ rule plot_connection_sweep:
         svg="reports/{scope}/charts/connection-sweep.svg",
         html="reports/{scope}/charts/connection-sweep.html",
         spec="reports/{scope}/charts/connection-sweep.vl.json",
+    log:
+        "data/logs/plot_connection_sweep/{scope}.log",
     params:
         chart="connection-sweep",
         workload=lambda wc: None if wc.scope == "overall" else wc.scope,
-    log:
-        "data/logs/plot_connection_sweep/{scope}.log",
     script:
         "../../scripts/charts.py"
 
@@ -55,11 +55,11 @@ rule plot_framework_share:
         svg="reports/{scope}/charts/framework-share.svg",
         html="reports/{scope}/charts/framework-share.html",
         spec="reports/{scope}/charts/framework-share.vl.json",
+    log:
+        "data/logs/plot_framework_share/{scope}.log",
     params:
         chart="framework-share",
         workload=lambda wc: None if wc.scope == "overall" else wc.scope,
-    log:
-        "data/logs/plot_framework_share/{scope}.log",
     script:
         "../../scripts/charts.py"
 
@@ -77,10 +77,10 @@ rule plot_ratio_vs_express:
         svg="reports/{scope}/charts/ratio-vs-express.svg",
         html="reports/{scope}/charts/ratio-vs-express.html",
         spec="reports/{scope}/charts/ratio-vs-express.vl.json",
+    log:
+        "data/logs/plot_ratio_vs_express/{scope}.log",
     params:
         chart="ratio-vs-express",
         workload=lambda wc: None if wc.scope == "overall" else wc.scope,
-    log:
-        "data/logs/plot_ratio_vs_express/{scope}.log",
     script:
         "../../scripts/charts.py"

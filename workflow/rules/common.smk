@@ -99,7 +99,12 @@ def database_params():
 # --- Scopes: "overall" is every workload; a workload name is that workload alone ---
 WORKLOADS = list(config["workloads"])
 SCOPES = ["overall", *WORKLOADS]
-CHART_NAMES = ["cpu-per-request", "connection-sweep", "framework-share", "ratio-vs-express"]
+CHART_NAMES = [
+    "cpu-per-request",
+    "connection-sweep",
+    "framework-share",
+    "ratio-vs-express",
+]
 CHART_EXTS = ["png", "svg", "html", "vl.json"]
 
 
@@ -111,19 +116,33 @@ wildcard_constraints:
 def workload_records(workload):
     """Records a workload's own figures need: its cells, plus the empty cells its share model uses."""
     needed = {workload, "empty"} & set(WORKLOADS)
-    return [f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells() if w in needed]
+    return [
+        f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells() if w in needed
+    ]
 
 
 def scope_runs(scope):
-    return "data/runs.parquet" if scope == "overall" else f"data/by-workload/{scope}/runs.parquet"
+    return (
+        "data/runs.parquet"
+        if scope == "overall"
+        else f"data/by-workload/{scope}/runs.parquet"
+    )
 
 
 def scope_metrics(scope):
-    return "data/metrics.parquet" if scope == "overall" else f"data/by-workload/{scope}/metrics.parquet"
+    return (
+        "data/metrics.parquet"
+        if scope == "overall"
+        else f"data/by-workload/{scope}/metrics.parquet"
+    )
 
 
 def scope_scores(scope):
-    return "data/scores.parquet" if scope == "overall" else f"data/by-workload/{scope}/scores.parquet"
+    return (
+        "data/scores.parquet"
+        if scope == "overall"
+        else f"data/by-workload/{scope}/scores.parquet"
+    )
 
 
 def scope_summary(scope):
@@ -136,13 +155,17 @@ def scope_workloads(scope):
 
 def scope_chart_names(scope):
     """Charts drawn for a scope; the connection sweep only where a workload has several levels."""
-    swept = any(len(config["workloads"][w]["connections"]) > 1 for w in scope_workloads(scope))
+    swept = any(
+        len(config["workloads"][w]["connections"]) > 1 for w in scope_workloads(scope)
+    )
     return [c for c in CHART_NAMES if c != "connection-sweep" or swept]
 
 
 def scope_charts(scope, exts=CHART_EXTS):
     return [
-        f"reports/{scope}/charts/{c}.{e}" for c in scope_chart_names(scope) for e in exts
+        f"reports/{scope}/charts/{c}.{e}"
+        for c in scope_chart_names(scope)
+        for e in exts
     ]
 
 

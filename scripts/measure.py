@@ -264,8 +264,8 @@ def dsn_environment(dsn: str, environ) -> dict:
 class Database:
     """The job's database: a private copy of the template, or the configured DSN."""
 
-    def __init__(self, opts: Options, paths: Paths, scratch: Path, cpus: list[int], log):
-        self.opts, self.paths, self.scratch, self.cpus, self.log = opts, paths, scratch, cpus, log
+    def __init__(self, opts: Options, paths: Paths, scratch: Path, cpus: list[int], port: int, log):
+        self.opts, self.paths, self.scratch, self.cpus, self.port, self.log = opts, paths, scratch, cpus, port, log
         self.proc = None
 
     def __enter__(self):
@@ -288,7 +288,6 @@ class Database:
         shutil.copytree(self.paths.template, datadir, symlinks=True)
         os.chmod(datadir, 0o700)
         pgcluster.hand_over(datadir, user)
-        self.port = procs.free_port()
         self.log_path = self.scratch / "postgres.log"
         self.proc = pgcluster.start(
             install, datadir, self.port, self.opts.database.get("settings", {}), self.log_path, cpus=self.cpus
@@ -381,11 +380,17 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         f"start {cell.label()}: warm-up {opts.warmup_s:g} s, window {opts.duration_s:g} s, "
         f"server CPU {server_cpus}, client CPU {client_cpus}"
     )
-    port = procs.require_free_port(opts.server_port) if opts.server_port else procs.free_port()
+    # Both ports at once, so the database can never be handed the server's port.
+    server_port, db_port = procs.free_ports(2)
+    if opts.server_port:
+        port = procs.require_free_port(opts.server_port)
+        db_port = next(p for p in procs.free_ports(2) if p != port)
+    else:
+        port = server_port
     with ExitStack() as stack:
         scratch = Path(tempfile.mkdtemp(prefix="nodebench-", dir=scratch_base(opts.scratch_dir)))
         stack.callback(shutil.rmtree, scratch, ignore_errors=True)
-        db = stack.enter_context(Database(opts, paths, scratch, client_cpus, log))
+        db = stack.enter_context(Database(opts, paths, scratch, client_cpus, db_port, log))
         env = {
             "PATH": os.environ.get("PATH", ""),
             "PORT": str(port),

@@ -63,11 +63,25 @@ def stop(proc: subprocess.Popen | None, sig=signal.SIGTERM, timeout: float = 5.0
     return proc.wait()
 
 
+def free_ports(count: int) -> list[int]:
+    """Distinct loopback TCP ports that nothing listened on a moment ago.
+
+    The sockets are held open together, so the kernel cannot hand out one port twice
+    (asking one at a time can return the same port to the server and the database).
+    """
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
 def free_port() -> int:
-    """A loopback TCP port that nothing listened on a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One free loopback TCP port."""
+    return free_ports(1)[0]
 
 
 def listener_on(port: int) -> str | None:

@@ -227,3 +227,9 @@ def test_dsn_environment_maps_every_key_and_keeps_pg_variables():
 
 def test_redacted_dsn_drops_the_password():
     assert "s3cret" not in measure.redacted_dsn("host=x user=u password=s3cret dbname=d")
+
+
+def test_free_ports_are_distinct():
+    for _ in range(50):
+        ports = procs.free_ports(2)
+        assert len(set(ports)) == 2 and all(1024 <= p <= 65535 for p in ports)

@@ -22,6 +22,27 @@ include: "workflow/rules/charts.smk"
 include: "workflow/rules/report.smk"
 
 
+# Light jobs that a cluster executor runs on the submitting host instead of as
+# cluster jobs (no effect on a local run): installing the servers' packages needs
+# the npm registry, which compute nodes often cannot reach, and the tail of the
+# pipeline takes seconds, less than one scheduler round trip.
+localrules:
+    install_node_packages,
+    aggregate_runs,
+    aggregate_workload_runs,
+    compute_metrics,
+    compute_workload_metrics,
+    plot_cpu_per_request,
+    plot_connection_sweep,
+    plot_framework_share,
+    plot_ratio_vs_express,
+    write_summary,
+    write_workload_summary,
+    build_index_page,
+    list_outputs,
+    list_workload_outputs,
+
+
 rule all:
     input:
         "reports/all",

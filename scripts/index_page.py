@@ -38,6 +38,7 @@ th, td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: right; }
 th:first-child, td:first-child, th:nth-child(2), td:nth-child(2) { text-align: left; }
 tr.not-bound td { color: #888; }
 .chart { margin: 1.5em 0; }
+.warning { color: #a00; font-weight: bold; }
 """
 
 
@@ -66,6 +67,11 @@ def render(specs: dict[str, dict], metrics: pd.DataFrame, summary_md: str, bundl
         f'.catch((e) => {{ document.getElementById("chart-{i}").textContent = "chart failed: " + e; }});'
         for i, spec in enumerate(specs.values())
     )
+    warnings = "".join(
+        f'<p class="warning">{html.escape(line.replace("**", ""))}</p>'
+        for line in summary_md.splitlines()
+        if line.startswith("**Warning")
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Node.js frameworks against PostgreSQL</title>
 <style>{STYLE}</style>
@@ -73,6 +79,7 @@ def render(specs: dict[str, dict], metrics: pd.DataFrame, summary_md: str, bundl
 </head><body>
 <h1>Node.js frameworks against PostgreSQL</h1>
 <p>{html.escape(summary_md.splitlines()[2] if len(summary_md.splitlines()) > 2 else "")}</p>
+{warnings}
 {divs}
 <h2>All cells</h2>
 {metrics_table(metrics)}

@@ -150,10 +150,27 @@ def add_share(cells: pd.DataFrame) -> pd.DataFrame:
     ).drop(columns=["empty_connections"])
 
 
+def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
+    """Per baseline, True where a cell's ratio compares runs measured on different CPU models."""
+    key = ["workload", "connections", "stopping_rule"]
+    out = cells
+    for baseline, name in BASELINES.items():
+        base = cells[cells["server"] == baseline][[*key, "cpu_model"]].rename(columns={"cpu_model": "_base_model"})
+        merged = cells[[*CELL, "cpu_model"]].merge(base, on=key, how="left")
+        mixed = merged["_base_model"].notna() & (
+            (merged["cpu_model"] != merged["_base_model"])
+            | merged["cpu_model"].str.contains(",", regex=False)
+            | merged["_base_model"].fillna("").str.contains(",", regex=False)
+        )
+        out = out.merge(merged[CELL].assign(**{f"mixed_cpu_models_{name}": mixed.to_numpy()}), on=CELL, how="left")
+    return out
+
+
 def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """The whole per-cell metrics table, typed and sorted."""
     cells = cell_table(runs)
     cells = add_ratios(cells, runs)
+    cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
     cells = cells.assign(saturation=saturation(cells["elu_utilization"], cells["client_cpu_util"]))
     labels = ["workload", "server", "stopping_rule", "saturation", "cpu_model"]

@@ -77,6 +77,22 @@ def machine_line(runs: pd.DataFrame) -> str:
     )
 
 
+def cpu_model_warning(metrics: pd.DataFrame) -> str:
+    """A warning naming the cells whose ratios compare runs on different CPU models ('' if none)."""
+    flags = [c for c in ("mixed_cpu_models_vs_express", "mixed_cpu_models_vs_node_http") if c in metrics]
+    if not flags:
+        return ""
+    mixed = metrics[metrics[flags].fillna(False).any(axis=1)]
+    if mixed.empty:
+        return ""
+    cells = ", ".join(f"{r.workload}/{r.server} c{r.connections}" for r in mixed.itertuples())
+    models = sorted({m.strip() for v in metrics["cpu_model"].astype(str) for m in v.split(",")})
+    return (
+        f"**Warning: ratios compare runs measured on different CPU models** ({'; '.join(models)}). "
+        f"They compare machines as well as frameworks for: {cells}. Pin one node type (see the cluster profiles)."
+    )
+
+
 def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime) -> str:
     """The whole summary document."""
     present = set(metrics["workload"].astype(str))
@@ -86,6 +102,7 @@ def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, gene
         "",
         machine_line(runs),
         "",
+        *([cpu_model_warning(metrics), ""] if cpu_model_warning(metrics) else []),
         "Medians over repetitions with 95 % bootstrap intervals. us/req ELU = ELU x 1e6 / req/s, the event-loop "
         "CPU each request cost; us/req CPU is process CPU (also GC and thread-pool work). vs express and vs "
         "node-http = req/s relative to that server in the same workload and connection count. "

@@ -9,6 +9,7 @@ import aggregate
 import charts
 import index_page
 import metrics
+import summary
 from conftest import REPO
 from synthetic import synthetic_records
 
@@ -171,3 +172,13 @@ def test_index_page_inlines_everything(synthetic_metrics):
     page = index_page.render(specs, synthetic_metrics, "# Summary\n\nMeasured on X.\n", "/* bundle */")
     assert page.count('class="chart"') == len(specs)
     assert "not-bound" in page and "<script src=" not in page
+
+
+def test_ratios_across_cpu_models_are_flagged_and_warned():
+    mixed = EXPRESS_FASTIFY.assign(cpu_model=np.where(EXPRESS_FASTIFY["server"] == "fastify", "Other CPU", "Test CPU"))
+    got = metrics.compute_metrics(mixed).set_index(["workload", "server"])
+    assert bool(got.loc[("empty", "fastify"), "mixed_cpu_models_vs_express"])
+    assert not bool(got.loc[("empty", "node-http"), "mixed_cpu_models_vs_express"])
+    warning = summary.cpu_model_warning(got.reset_index())
+    assert "different CPU models" in warning and "empty/fastify c50" in warning and "Other CPU" in warning
+    assert summary.cpu_model_warning(metrics.compute_metrics(EXPRESS_FASTIFY)) == ""

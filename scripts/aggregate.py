@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import fastjsonschema
 import jsonschema
 import pandas as pd
 import yaml
@@ -30,11 +31,19 @@ def column_types(schema: dict) -> dict:
 
 def load_records(paths, schema: dict) -> list[dict]:
     """Read and validate run records; a record that breaks the schema names its file."""
+    # fastjsonschema compiles the schema to Python (the keywords used are all draft-07's),
+    # which checks 10,000 records in a fraction of jsonschema's time; jsonschema then
+    # words the message for a record that fails.
+    fast = fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
     validator = jsonschema.Draft202012Validator(schema)
     records = []
     for path in paths:
         record = json.loads(Path(path).read_text())
-        errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
+        try:
+            fast(record)
+            errors = []
+        except fastjsonschema.JsonSchemaException:
+            errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
         if errors:
             where = "/".join(map(str, errors[0].path)) or "(record)"
             raise ValueError(f"{path}: {where}: {errors[0].message}")

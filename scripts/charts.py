@@ -1,7 +1,13 @@
 """Altair charts drawn from the aggregated metrics tables only, one shared theme."""
 
+import functools
+import html
+import json
+from pathlib import Path
+
 import altair as alt
 import pandas as pd
+import vl_convert
 
 # Fixed colours so a server looks the same in every chart; unknown servers get grey.
 SERVER_COLORS = {
@@ -250,11 +256,28 @@ def has_sweep(metrics: pd.DataFrame) -> bool:
     return bool((metrics.groupby("workload", observed=True)["connections"].nunique() > 1).any())
 
 
-def save(chart, png: str, svg: str, html: str) -> None:
-    """PNG and SVG through vl-convert, and HTML with the JavaScript inlined so it works offline."""
-    chart.save(png, scale_factor=2)
-    chart.save(svg)
-    chart.save(html, inline=True)
+@functools.cache
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and Vega-Embed as one script (vl-convert builds it; slow, so once per process)."""
+    return vl_convert.javascript_bundle()
+
+
+def offline_html(spec: dict, title: str = "chart") -> str:
+    """A page that draws spec with the JavaScript inlined, so it works without a network."""
+    return (
+        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<script>{vega_bundle()}</script></head>\n<body><div id="vis"></div><script>'
+        f'vegaEmbed("#vis", {json.dumps(spec)}, {{renderer: "svg", actions: false}});</script></body></html>\n'
+    )
+
+
+def save(chart, png: str, svg: str, page: str) -> None:
+    """SVG through vl-convert once, PNG from that SVG, and an offline HTML page."""
+    spec = chart.to_dict()
+    text = vl_convert.vegalite_to_svg(spec)
+    Path(svg).write_text(text)
+    Path(png).write_bytes(vl_convert.svg_to_png(text, scale=2))
+    Path(page).write_text(offline_html(spec, Path(page).stem))
 
 
 if __name__ == "__main__" and "snakemake" in globals():
@@ -264,6 +287,6 @@ if __name__ == "__main__" and "snakemake" in globals():
         frame = frame[frame["workload"] == sm.params.workload]
     chart = CHARTS[sm.params.chart](frame)
     save(chart, sm.output.png, sm.output.svg, sm.output.html)
-    chart.save(sm.output.spec)
+    Path(sm.output.spec).write_text(json.dumps(chart.to_dict()))
     with open(sm.log[0], "w") as log:
         print(f"{sm.params.chart}: {len(frame)} cells -> {sm.output.png}", file=log)

@@ -5,7 +5,8 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import vl_convert
+
+from charts import vega_bundle
 
 TABLE_COLUMNS = {
     "workload": "workload",
@@ -95,8 +96,6 @@ def render(specs: dict[str, dict], metrics: pd.DataFrame, summary_md: str, bundl
 if __name__ == "__main__" and "snakemake" in globals():
     sm = snakemake  # noqa: F821
     charts = {Path(p).name.removesuffix(".vl.json"): json.loads(Path(p).read_text()) for p in sm.input.specs}
-    page = render(
-        charts, pd.read_parquet(sm.input.metrics), Path(sm.input.summary).read_text(), vl_convert.javascript_bundle()
-    )
+    page = render(charts, pd.read_parquet(sm.input.metrics), Path(sm.input.summary).read_text(), vega_bundle())
     Path(sm.output.page).write_text(page)
     Path(sm.log[0]).write_text(f"{len(charts)} charts -> {sm.output.page} ({len(page):,} bytes)\n")

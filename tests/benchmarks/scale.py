@@ -64,9 +64,7 @@ def main(total: int) -> None:
 
         t = time.perf_counter()
         text = summary.render(runs, cells, scores, datetime.now(UTC))
-        import vl_convert
-
-        page = index_page.render(specs, cells, text, vl_convert.javascript_bundle())
+        page = index_page.render(specs, cells, text, charts.vega_bundle())
         timings["summary and index page"] = time.perf_counter() - t
 
     print(f"{len(records):,} run records, {len(cells):,} cells, {len(page):,}-byte index page")

@@ -161,10 +161,12 @@ def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
     for baseline, name in BASELINES.items():
         base = cells[cells["server"] == baseline][[*key, "cpu_model"]].rename(columns={"cpu_model": "_base_model"})
         merged = cells[[*CELL, "cpu_model"]].merge(base, on=key, how="left")
-        mixed = merged["_base_model"].notna() & (
-            (merged["cpu_model"] != merged["_base_model"])
-            | merged["cpu_model"].str.contains(",", regex=False)
-            | merged["_base_model"].fillna("").str.contains(",", regex=False)
+        model = merged["cpu_model"].astype(str)
+        base_model = merged["_base_model"].astype(object)
+        known = base_model.notna()
+        base_model = base_model.where(known, "").astype(str)
+        mixed = known & (
+            (model != base_model) | model.str.contains(",", regex=False) | base_model.str.contains(",", regex=False)
         )
         out = out.merge(merged[CELL].assign(**{f"mixed_cpu_models_{name}": mixed.to_numpy()}), on=CELL, how="left")
     return out

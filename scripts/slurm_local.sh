@@ -39,6 +39,7 @@ usage() {
 action=$1
 state=$(realpath -m -- "$2")
 conf=$state/slurm.conf
+SYSTEM_CONF=/etc/slurm/slurm.conf
 run=$state/run
 logs=$state/log
 export SLURM_CONF=$conf
@@ -230,6 +231,16 @@ start() {
   start_munged
   local node
   node=$(write_conf)
+  # Job steps (srun inside a batch job) look for the configuration at SLURM's compiled-in
+  # path, not at SLURM_CONF, when the daemons are not configless; point that path at ours
+  # if nothing is there, and take it away again on stop.
+  if [ ! -e "$SYSTEM_CONF" ] && [ ! -L "$SYSTEM_CONF" ]; then
+    mkdir -p "$(dirname "$SYSTEM_CONF")"
+    ln -s "$conf" "$SYSTEM_CONF"
+    echo "$SYSTEM_CONF" >"$run/system-conf.ours"
+  elif [ "$(readlink -f "$SYSTEM_CONF")" != "$(readlink -f "$conf")" ]; then
+    say "warning: $SYSTEM_CONF exists and is not this cluster's; job steps will read it"
+  fi
   say "starting slurmctld (log $logs/slurmctld.log)"
   timeout 30 slurmctld -f "$conf" </dev/null >>"$logs/slurmctld.out" 2>&1 || {
     tail_log "$logs/slurmctld.out"
@@ -276,6 +287,10 @@ stop_all() {
   if [ -e "$run/munged.ours" ]; then
     stop_pid "$run/munged.pid" munged
     rm -f "$run/munged.ours"
+  fi
+  if [ -e "$run/system-conf.ours" ]; then
+    rm -f "$(cat "$run/system-conf.ours")"
+    rm -f "$run/system-conf.ours"
   fi
 }
 

@@ -297,7 +297,7 @@ def test_kubernetes_profile_plans_every_job_without_a_cluster(tmp_path: Path):
     threads = profile["set-threads"]["measure_run"]
     cmd = [sys.executable, "-m", "snakemake", "--profile", "profiles/kubernetes", "--dry-run", "reports/all"]
     # No bucket here: the storage the pods would read and write is this directory.
-    cmd += ["--default-storage-provider", "fs", "--default-storage-prefix", str(dest), "--storage-fs-latency-wait", "0"]
+    cmd += ["--default-storage-provider", "fs", "--default-storage-prefix", str(dest)]
     # A dry-run caps threads at --cores (1 unless given); a cluster run has no such cap.
     cmd += ["--cores", str(threads)]
     res = subprocess.run(

@@ -22,36 +22,17 @@ def _median(x, axis=-1):
     return x[..., n // 2] if n % 2 else (x[..., n // 2 - 1] + x[..., n // 2]) / 2
 
 
-def median_ci(samples: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile-bootstrap CI of the median for each row of a (cells x repetitions) array."""
-    samples = np.atleast_2d(np.asarray(samples, dtype=float))
-    if samples.shape[1] < 2:
-        return samples[:, 0].copy(), samples[:, 0].copy()
-    res = stats.bootstrap(
-        (samples,),
-        _median,
-        axis=-1,
-        vectorized=True,
-        confidence_level=CONFIDENCE,
-        n_resamples=RESAMPLES,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    lo, hi = res.confidence_interval
-    # Degenerate rows (all repetitions equal) give NaN; their interval is the value itself.
-    point = np.median(samples, axis=-1)
-    return np.where(np.isnan(lo), point, lo), np.where(np.isnan(hi), point, hi)
+def _percentile_ci(samples: tuple, statistic, point: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """scipy's percentile bootstrap over the last axis of each (cells x repetitions) sample.
 
-
-def ratio_ci(num: np.ndarray, den: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap CI of median(num) / median(den), resampling each side's repetitions independently."""
-    num, den = np.atleast_2d(np.asarray(num, float)), np.atleast_2d(np.asarray(den, float))
-    point = np.median(num, axis=-1) / np.median(den, axis=-1)
-    if num.shape[1] < 2 or den.shape[1] < 2:
+    A side with one repetition has nothing to resample, and rows whose repetitions are
+    all equal give NaN: in both cases the interval is the point estimate itself.
+    """
+    if any(s.shape[1] < 2 for s in samples):
         return point.copy(), point.copy()
     res = stats.bootstrap(
-        (num, den),
-        lambda a, b, axis=-1: _median(a, axis) / _median(b, axis),
+        samples,
+        statistic,
         axis=-1,
         vectorized=True,
         paired=False,
@@ -62,6 +43,19 @@ def ratio_ci(num: np.ndarray, den: np.ndarray, seed: int = 0) -> tuple[np.ndarra
     )
     lo, hi = res.confidence_interval
     return np.where(np.isnan(lo), point, lo), np.where(np.isnan(hi), point, hi)
+
+
+def median_ci(samples: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile-bootstrap CI of the median for each row of a (cells x repetitions) array."""
+    samples = np.atleast_2d(np.asarray(samples, dtype=float))
+    return _percentile_ci((samples,), _median, np.median(samples, axis=-1), seed)
+
+
+def ratio_ci(num: np.ndarray, den: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap CI of median(num) / median(den), resampling each side's repetitions independently."""
+    num, den = np.atleast_2d(np.asarray(num, float)), np.atleast_2d(np.asarray(den, float))
+    point = np.median(num, axis=-1) / np.median(den, axis=-1)
+    return _percentile_ci((num, den), lambda a, b, axis=-1: _median(a, axis) / _median(b, axis), point, seed)
 
 
 def _by_repetition_count(cells: pd.DataFrame):

@@ -65,15 +65,21 @@ def score_table(scores: pd.DataFrame) -> str:
 
 
 def machine_line(runs: pd.DataFrame) -> str:
-    """Where, with what and when the runs were measured, from their provenance columns."""
-    first = runs.iloc[0]
-    models = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
+    """Where, with what and when the runs were measured, from their provenance columns.
+
+    Every distinct value is named: after a partial rerun the runs can come from several
+    commits or versions, and naming only one would misreport the others.
+    """
+
+    def every(column: str) -> str:
+        return ", ".join(sorted(runs[column].astype(str).unique()))
+
     return (
-        f"Measured on {models} ({first.cpu_count} logical CPUs, host {first.host}, Linux {first.kernel}) "
-        f"with Node.js {first.node_version}, express {first.express_version}, fastify {first.fastify_version}, "
-        f"pg {first.pg_version}, PostgreSQL {first.postgres_version} ({first.database_mode}) and "
-        f"{first.load_generator} {first.autocannon_version}; runs from {runs['started_at'].min()} to "
-        f"{runs['finished_at'].max()} (pipeline {first.pipeline_commit})."
+        f"Measured on {every('cpu_model')} ({every('cpu_count')} logical CPUs, host {every('host')}, "
+        f"Linux {every('kernel')}) with Node.js {every('node_version')}, express {every('express_version')}, "
+        f"fastify {every('fastify_version')}, pg {every('pg_version')}, PostgreSQL {every('postgres_version')} "
+        f"({every('database_mode')}) and {every('load_generator')} {every('autocannon_version')}; runs from "
+        f"{runs['started_at'].min()} to {runs['finished_at'].max()} (pipeline {every('pipeline_commit')})."
     )
 
 

@@ -233,3 +233,10 @@ def test_free_ports_are_distinct():
     for _ in range(50):
         ports = procs.free_ports(2)
         assert len(set(ports)) == 2 and all(1024 <= p <= 65535 for p in ports)
+
+
+def test_machine_line_names_every_commit_and_version():
+    records = synthetic_records(["node-http", "express"], ["empty"], [10], 2)
+    records[0]["pipeline_commit"], records[0]["node_version"] = "aaa111", "v22.0.0"
+    line = summary.machine_line(aggregate.to_frame(records, RUN_SCHEMA))
+    assert "aaa111, synthetic" in line and "v20.0.0, v22.0.0" in line

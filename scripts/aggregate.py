@@ -8,7 +8,7 @@ import jsonschema
 import pandas as pd
 import yaml
 
-SORT_KEYS = ["workload", "server", "connections", "repetition"]
+SORT_KEYS = ["workload", "server", "connections", "load_generator", "stop", "repetition"]
 
 
 def column_types(schema: dict) -> dict:

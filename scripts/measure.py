@@ -3,7 +3,6 @@
 import http.client
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -21,9 +20,11 @@ import psycopg
 import yaml
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+import loadgen
 import pgcluster
 import procs
 import provenance
+from loadgen import LineReader, Stop, tail  # noqa: F401  (LineReader, tail: used by tests and callers)
 from records import (
     WORKLOADS,
     RunError,
@@ -34,7 +35,6 @@ from records import (
     check_server_requests,
     derive,
     lockfile_versions,
-    parse_autocannon,
 )
 
 SERVER_READY_TIMEOUT_S = 20.0
@@ -52,15 +52,17 @@ class Cell:
     workload: str
     connections: int
     repetition: int
+    load_generator: str = "autocannon"
+    stop: Stop = Stop("duration", 10.0)
 
     def label(self) -> str:
-        return f"{self.workload}/{self.server} c{self.connections} r{self.repetition}"
+        client = f"{self.load_generator}-{self.stop.label}"
+        return f"{self.workload}/{self.server} c{self.connections} {client} r{self.repetition}"
 
 
 @dataclass(frozen=True)
 class Options:
     warmup_s: float
-    duration_s: float
     pool_size: int
     server_port: int
     database: dict
@@ -74,6 +76,7 @@ class Paths:
     repo: Path
     server_file: Path
     driver: Path
+    lua: Path
     lockfile: Path
     fixture: Path
     template: Path | None
@@ -127,10 +130,11 @@ def get_json(port: int, path: str, expect_status: int = 200):
         raise RunError(f"GET {path} answered a body that is not JSON: {body[:200]!r}") from None
 
 
-def raw_answer_size(port: int, path: str, timeout: float = 5.0) -> int:
-    """Bytes on the wire (status line, headers, body) of one answer to the request autocannon sends."""
+def raw_answer_size(port: int, path: str, request: bytes | None = None, timeout: float = 5.0) -> int:
+    """Bytes on the wire (status line, headers, body) of one answer to the request the load generator sends."""
+    request = request or f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        sock.sendall(request)
         data = b""
 
         def complete() -> bool:
@@ -201,38 +205,6 @@ def settled_count(admin: psycopg.Connection, timeout: float = 10.0) -> int:
         steady = steady + 1 if now == last else 0
         last = now
     return last
-
-
-class LineReader:
-    """Read newline-terminated JSON from a child's stdout with a deadline."""
-
-    def __init__(self, proc: subprocess.Popen, name: str, stderr_path: Path):
-        self.proc, self.name, self.stderr_path, self.buf = proc, name, stderr_path, b""
-
-    def read(self, timeout: float, what: str) -> dict:
-        deadline = time.monotonic() + timeout
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise RunError(f"{self.name} gave no {what} within {timeout:g} s")
-            ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
-            if ready:
-                chunk = os.read(fd, 1 << 16)
-                if not chunk:
-                    code = self.proc.wait()
-                    raise RunError(f"{self.name} exited with status {code} before its {what}: {tail(self.stderr_path)}")
-                self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-
-def tail(path: Path, lines: int = 8) -> str:
-    try:
-        text = Path(path).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no output)"
-    return " | ".join(text[-lines:]) or "(no output)"
 
 
 # libpq connection keywords and the environment variables node-postgres (and libpq) read.
@@ -309,15 +281,6 @@ class Database:
         pgcluster.stop(self.proc)
 
 
-def send_command(driver: subprocess.Popen, command: bytes, lines: "LineReader") -> None:
-    """Tell the load generator to go on; a driver that already died is reported with its own words."""
-    try:
-        driver.stdin.write(command)
-        driver.stdin.flush()
-    except BrokenPipeError:
-        raise RunError(f"the autocannon driver exited with status {driver.wait()}: {tail(lines.stderr_path)}") from None
-
-
 def start_server(node: str, paths: Paths, port: int, env: dict, cpus: list[int], log_path: Path):
     """Start the server pinned to cpus; its stdout and stderr go to log_path."""
     if shutil.which(node) is None:
@@ -376,8 +339,10 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
     # This harness polls while the server runs: keep it off the server's CPU too.
     os.sched_setaffinity(0, client_cpus)
     workload = WORKLOADS[cell.workload]
+    stop = cell.stop
+    what = f"window {stop.value:g} s" if stop.rule == "duration" else f"{int(stop.value):,} requests"
     progress(
-        f"start {cell.label()}: warm-up {opts.warmup_s:g} s, window {opts.duration_s:g} s, "
+        f"start {cell.label()}: warm-up {opts.warmup_s:g} s, {what} with {cell.load_generator}, "
         f"server CPU {server_cpus}, client CPU {client_cpus}"
     )
     # Both ports at once, so the database can never be handed the server's port.
@@ -401,26 +366,19 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         server_log = scratch / "server.log"
         server = start_server(opts.node, paths, port, env, server_cpus, server_log)
         stack.callback(procs.stop, server)
-        driver_err = scratch / "driver.err"
-        with open(driver_err, "wb") as err:
-            args = {
-                "url": f"http://127.0.0.1:{port}{workload['path']}",
-                "connections": cell.connections,
-                "warmup_s": opts.warmup_s,
-                "duration_s": opts.duration_s,
-            }
-            driver = procs.spawn(
-                [opts.node, str(paths.driver), json.dumps(args)],
-                cpus=client_cpus,
-                cwd=paths.driver.parent,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                bufsize=0,
-            )
-        stack.callback(procs.stop, driver)
-        lines = LineReader(driver, "the autocannon driver", driver_err)
-        log(f"database ({db.mode}), server {cell.server} and load generator starting")
+        target = loadgen.Target("127.0.0.1", port, workload["path"], cell.connections, client_cpus, scratch)
+        client = loadgen.make(
+            cell.load_generator,
+            target,
+            stop,
+            opts.warmup_s,
+            node=opts.node,
+            driver=paths.driver,
+            lua=paths.lua,
+            elu_window=(lambda: get_json(port, "/__elu/start"), lambda: get_json(port, "/__elu/stop")),
+            stack=stack,
+        )
+        log(f"database ({db.mode}), server {cell.server} and load generator {cell.load_generator} starting")
         db.wait_ready()
         log("database ready")
         wait_server_ready(server, cell.server, server_log)
@@ -429,20 +387,18 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         admin = stack.enter_context(psycopg.connect(db.admin_conninfo, autocommit=True))
         pg_version = admin.execute("SHOW server_version").fetchone()[0]
         verify_answers(port, cell.workload, expected_answer(cell.workload, admin, paths.fixture))
-        answer_bytes = raw_answer_size(port, workload["path"])
-        log(f"server {who} verified on port {port}")
+        answer_bytes = raw_answer_size(port, workload["path"], client.request_head())
+        log(f"server {who} verified on port {port}; {answer_bytes} bytes per answer to {cell.load_generator}")
 
-        lines.read(30, "readiness")
-        send_command(driver, b"warmup\n", lines)
-        warm_out = lines.read(opts.warmup_s + 30, "warm-up summary")
-        warm = parse_autocannon(warm_out["autocannon"]) if warm_out["autocannon"] else {"requests": 0}
+        warm = client.warmup() or {"requests": 0}
         if opts.warmup_s > 0:
             check_load(warm, phase="warm-up")
         log(f"warm-up done: {warm['requests']} requests")
         q0 = settled_count(admin)
-        send_command(driver, b"go\n", lines)
+        # A fixed count has no known end: allow it a generous floor of 30 requests per second.
+        limit = stop.value + 60 if stop.rule == "duration" else max(600.0, stop.value / 30)
         try:
-            out = lines.read(opts.duration_s + 60, "result")
+            out = client.measure(limit)
         except RunError as e:
             if server.poll() is not None:
                 raise RunError(
@@ -455,7 +411,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         if server.poll() is not None:
             raise RunError(f"server {cell.server} exited with status {server.returncode} during the measured window")
         check_identity(port, cell.server, server.pid)
-        load = parse_autocannon(out["autocannon"])
+        load = out["load"]
         check_load(load)
         elu = out["elu"]
         check_elu(elu)
@@ -473,11 +429,19 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "workload": cell.workload,
         "connections": cell.connections,
         "repetition": cell.repetition,
-        "load_generator": "autocannon",
-        "stopping_rule": "duration",
+        "load_generator": cell.load_generator,
+        "load_generator_version": client_version(cell.load_generator, paths.lockfile),
+        "client_threads": client.threads,
+        "client_cpu_capacity": float(min(client.threads, len(client_cpus))),
+        "stopping_rule": stop.rule,
+        "stop": stop.label,
         "path": workload["path"],
         "warmup_s": float(opts.warmup_s),
-        "duration_s": float(opts.duration_s),
+        "duration_s": float(stop.value) if stop.rule == "duration" else None,
+        "requests_target": int(stop.value) if stop.rule == "count" else None,
+        "last_response_s": out["last_response_s"],
+        "first_connection_done_s": out["first_connection_done_s"],
+        "client_samples": out["samples"],
         "pool_size": opts.pool_size,
         "window_s": window_s,
         **{k: v for k, v in load.items()},
@@ -490,7 +454,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "server_requests": elu["requests"],
         "server_cpu_user_us": elu["cpu_user_us"],
         "server_cpu_system_us": elu["cpu_system_us"],
-        "client_cpu_user_us": out["client_cpu_user_us"],
+        "client_cpu_user_us": out["client_cpu_user_us"],  # the load generator's own CPU over its run
         "client_cpu_system_us": out["client_cpu_system_us"],
         "client_cpu_util": (out["client_cpu_user_us"] + out["client_cpu_system_us"]) / (window_s * 1e6),
         "db_counter": "pg_stat_statements.calls",
@@ -515,11 +479,19 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "started_at": started_at.isoformat(timespec="milliseconds"),
         "finished_at": datetime.now(UTC).isoformat(timespec="milliseconds"),
     }
+    took = f", {record['requests']:,} requests in {window_s:.2f} s" if stop.rule == "count" else ""
     progress(
         f"done  {cell.label()}: {record['req_per_s']:,.0f} req/s, {record['us_per_req_elu']:.1f} us/req "
-        f"(ELU {record['elu_utilization']:.2f}), client CPU {record['client_cpu_util']:.2f}"
+        f"(ELU {record['elu_utilization']:.2f}), client CPU {record['client_cpu_util']:.2f}{took}"
     )
     return record
+
+
+def client_version(name: str, lockfile: Path) -> str:
+    """The load generator's version: autocannon's from the lockfile, wrk's and ab's from the program."""
+    if name == "autocannon":
+        return lockfile_versions(lockfile, ("autocannon",))["autocannon_version"] or "unknown"
+    return loadgen.program_version(name)
 
 
 def check_record(record: dict, schema_path: Path) -> None:
@@ -539,11 +511,11 @@ def main(sm) -> None:
     """The Snakemake entry point: read the job's wildcards and params, write the record."""
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)
-    cell = Cell(sm.wildcards.server, sm.wildcards.workload, int(sm.wildcards.connections), int(sm.wildcards.rep))
+    wc = sm.wildcards
+    cell = Cell(wc.server, wc.workload, int(wc.connections), int(wc.rep), wc.loadgen, Stop.parse(wc.stop))
     p = sm.params
     opts = Options(
         float(p.warmup_s),
-        float(p.duration_s),
         int(p.pool_size),
         int(p.server_port),
         dict(p.database),
@@ -556,6 +528,7 @@ def main(sm) -> None:
         Path(p.repo),
         Path(sm.input.server).resolve(),
         Path(sm.input.driver).resolve(),
+        Path(sm.input.lua).resolve(),
         Path(sm.input.lockfile),
         Path(sm.input.fixture),
         template,

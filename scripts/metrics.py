@@ -4,7 +4,11 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-CELL = ["workload", "server", "connections", "stopping_rule"]
+# A cell: what was measured and how the load was made. stop is the rule with its
+# value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
+CELL = ["workload", "server", "connections", "load_generator", "stopping_rule", "stop"]
+# Cells that are compared with each other differ only in the server.
+PEERS = [c for c in CELL if c != "server"]
 FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
 CONFIDENCE = 0.95
 RESAMPLES = 2000
@@ -71,6 +75,7 @@ def cell_table(runs: pd.DataFrame) -> pd.DataFrame:
             repetitions=("repetition", "nunique"),
             elu_utilization=("elu_utilization", "median"),
             client_cpu_util=("client_cpu_util", "median"),
+            client_cpu_capacity=("client_cpu_capacity", "median"),
             cpu_model=("cpu_model", lambda s: ", ".join(sorted(set(map(str, s))))),
         )
         .reset_index()
@@ -90,10 +95,13 @@ def cell_table(runs: pd.DataFrame) -> pd.DataFrame:
     return base.assign(noisy=lambda d: (d["req_per_s_cv"] > NOISY_CV) | (d["us_per_req_elu_cv"] > NOISY_CV))
 
 
-def saturation(elu: pd.Series, client_cpu: pd.Series) -> pd.Series:
-    """server-bound when ELU >= 0.95; else client-bound when the client used ~a full core; else io-bound."""
+def saturation(elu: pd.Series, client_cpu: pd.Series, capacity: pd.Series | float = 1.0) -> pd.Series:
+    """server-bound when ELU >= 0.95; else client-bound when the load generator used >= 90 % of the
+    CPU it can use (its threads, at most its CPUs: one core for autocannon and ab); else io-bound."""
     verdict = np.where(
-        elu >= SERVER_BOUND_ELU, "server-bound", np.where(client_cpu >= CLIENT_BOUND_CPU, "client-bound", "io-bound")
+        elu >= SERVER_BOUND_ELU,
+        "server-bound",
+        np.where(client_cpu >= CLIENT_BOUND_CPU * capacity, "client-bound", "io-bound"),
     )
     return pd.Series(verdict, index=elu.index)
 
@@ -101,7 +109,7 @@ def saturation(elu: pd.Series, client_cpu: pd.Series) -> pd.Series:
 def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     """Speed-up (req/s) and CPU advantage (baseline us/req over this server's) vs each baseline, with CIs."""
     samples = runs.groupby(CELL, observed=True).agg(rps=("req_per_s", list), us=("us_per_req_elu", list)).reset_index()
-    key = ["workload", "connections", "stopping_rule"]
+    key = PEERS
     out = cells
     for baseline, name in BASELINES.items():
         base = samples[samples["server"] == baseline].drop(columns="server")
@@ -126,7 +134,8 @@ def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
 
 def add_share(cells: pd.DataFrame) -> pd.DataFrame:
     """Framework share of the request's event-loop CPU, by the reference and the baseline model."""
-    empty = cells[cells["workload"] == "empty"][["server", "connections", "stopping_rule", "us_per_req_elu"]]
+    same = ["load_generator", "stopping_rule", "stop"]
+    empty = cells[cells["workload"] == "empty"][["server", "connections", *same, "us_per_req_elu"]]
     if empty.empty:
         return cells.assign(empty_us_per_req=np.nan, share_reference=np.nan, share_baseline=np.nan)
     # The empty cell of the same server at the nearest connection count.
@@ -136,12 +145,12 @@ def add_share(cells: pd.DataFrame) -> pd.DataFrame:
         empty.sort_values("empty_connections"),
         left_on="connections",
         right_on="empty_connections",
-        by=["server", "stopping_rule"],
+        by=["server", *same],
         direction="nearest",
     )
-    node = empty[empty["server"] == "node-http"][["empty_connections", "stopping_rule", "empty_us_per_req"]]
+    node = empty[empty["server"] == "node-http"][["empty_connections", *same, "empty_us_per_req"]]
     node = node.rename(columns={"empty_us_per_req": "node_http_empty_us_per_req"})
-    merged = merged.merge(node, on=["empty_connections", "stopping_rule"], how="left")
+    merged = merged.merge(node, on=["empty_connections", *same], how="left")
     return merged.assign(
         share_reference=lambda d: d["empty_us_per_req"] / d["us_per_req_elu"],
         share_baseline=lambda d: (d["empty_us_per_req"] - d["node_http_empty_us_per_req"]) / d["us_per_req_elu"],
@@ -150,7 +159,7 @@ def add_share(cells: pd.DataFrame) -> pd.DataFrame:
 
 def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
     """Per baseline, True where a cell's ratio compares runs measured on different CPU models."""
-    key = ["workload", "connections", "stopping_rule"]
+    key = PEERS
     out = cells
     for baseline, name in BASELINES.items():
         base = cells[cells["server"] == baseline][[*key, "cpu_model"]].rename(columns={"cpu_model": "_base_model"})
@@ -172,8 +181,10 @@ def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     cells = add_ratios(cells, runs)
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
-    cells = cells.assign(saturation=saturation(cells["elu_utilization"], cells["client_cpu_util"]))
-    labels = ["workload", "server", "stopping_rule", "saturation", "cpu_model"]
+    cells = cells.assign(
+        saturation=saturation(cells["elu_utilization"], cells["client_cpu_util"], cells["client_cpu_capacity"])
+    )
+    labels = ["workload", "server", "load_generator", "stopping_rule", "stop", "saturation", "cpu_model"]
     return (
         cells.astype({c: "category" for c in labels} | {"connections": "int64", "repetitions": "int64"})
         .sort_values(["workload", "connections", "server"], kind="stable")
@@ -187,11 +198,9 @@ def geomean_scores(metrics: pd.DataFrame) -> pd.DataFrame:
     Within a workload the connection levels are averaged geometrically first, so a
     workload measured at four connection counts weighs no more than one measured at one.
     """
-    node = metrics[metrics["server"] == "node-http"][["workload", "connections", "stopping_rule", "us_per_req_elu"]]
+    node = metrics[metrics["server"] == "node-http"][[*PEERS, "us_per_req_elu"]]
     node = node.rename(columns={"us_per_req_elu": "node_us"})
-    rel = metrics.merge(node, on=["workload", "connections", "stopping_rule"]).assign(
-        log_rel=lambda d: np.log(d["node_us"] / d["us_per_req_elu"])
-    )
+    rel = metrics.merge(node, on=PEERS).assign(log_rel=lambda d: np.log(d["node_us"] / d["us_per_req_elu"]))
     per_workload = rel.groupby(["server", "workload"], observed=True)["log_rel"].mean().reset_index()
     return (
         per_workload.groupby("server", observed=True)

@@ -53,7 +53,7 @@ def check_load(load: dict, phase: str = "measured window") -> None:
     if load["timeouts"]:
         problems.append(f"{load['timeouts']} timeouts")
     if load["non2xx"]:
-        bad = {k: v for k, v in load.get("status_counts", {}).items() if not k.startswith("2")}
+        bad = {k: v for k, v in (load.get("status_counts") or {}).items() if not k.startswith("2")}
         detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
         problems.append(f"{load['non2xx']} non-2xx responses" + (f" ({detail})" if detail else ""))
     if load.get("mismatches"):
@@ -128,3 +128,94 @@ def lockfile_versions(lock_path: Path, packages=("express", "fastify", "pg", "au
     lock = json.loads(Path(lock_path).read_text())
     pkgs = lock.get("packages", {})
     return {f"{name}_version": pkgs.get(f"node_modules/{name}", {}).get("version") for name in packages}
+
+
+# --- wrk and ab: their text output, parsed into the same fields as autocannon's ---
+
+
+def parse_wrk(text: str) -> dict:
+    """The run-record fields from wrk's stdout with servers/loadgen/wrk-report.lua's JSON line.
+
+    wrk cannot give per-status counts, resets or mismatches (None); it counts a status
+    above 399 as an error of kind "status", which is what non2xx holds. A 3xx answer
+    would pass that count, but not the byte check against the verified answer.
+    """
+    report = None
+    for line in text.splitlines():
+        if line.startswith('{"wrk_report"'):
+            report = json.loads(line)
+    if report is None:
+        raise RunError(f"wrk printed no report line (is servers/loadgen/wrk-report.lua loaded?): {text[-300:]!r}")
+    e, lat = report["errors"], report["latency_us"]
+    duration_s = report["duration_us"] / 1e6
+    requests = int(report["requests"])
+    out = {
+        "requests": requests,
+        "responses_2xx": requests - int(e["status"]),
+        "errors": int(e["connect"]) + int(e["read"]) + int(e["write"]),
+        "timeouts": int(e["timeout"]),
+        "non2xx": int(e["status"]),
+        "resets": None,
+        "mismatches": 0,
+        "bytes": int(report["bytes"]),
+        "client_reported_duration_s": duration_s,
+        "client_reported_req_per_s": requests / duration_s if duration_s > 0 else 0.0,
+        "status_counts": None,
+    }
+    for key in ("p50", "p90", "p99", "max", "mean"):
+        out[LATENCY_KEYS[key]] = float(lat[key]) / 1000.0
+    return out
+
+
+def _ab_field(text: str, label: str, default=None) -> str | None:
+    for line in text.splitlines():
+        if line.startswith(label + ":"):
+            return line.split(":", 1)[1].strip()
+    return default
+
+
+def parse_ab(text: str) -> dict:
+    """The run-record fields from ApacheBench's (ab) report.
+
+    ab gives latency in whole milliseconds, no p90 from its table other than the 90%
+    line, no per-status counts (None) and no resets (None). Failed requests of kind
+    "Length" (an answer whose length differs from the first one) are mismatches.
+    """
+    complete = _ab_field(text, "Complete requests")
+    if complete is None:
+        raise RunError(f"ab printed no report: {text.strip()[-300:]!r}")
+    requests = int(complete)
+    failed = {"Connect": 0, "Receive": 0, "Length": 0, "Exceptions": 0}
+    for line in text.splitlines():
+        if line.strip().startswith("(Connect:"):
+            for part in line.strip().strip("()").split(","):
+                name, value = part.split(":")
+                failed[name.strip()] = int(value)
+    non2xx = int(_ab_field(text, "Non-2xx responses", "0"))
+    write_errors = int(_ab_field(text, "Write errors", "0"))
+    percentiles = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].endswith("%") and parts[0][:-1].isdigit():
+            percentiles[int(parts[0][:-1])] = float(parts[1])
+    duration_s = float(_ab_field(text, "Time taken for tests").split()[0])
+    out = {
+        "requests": requests,
+        "responses_2xx": requests - non2xx,
+        "errors": failed["Connect"] + failed["Receive"] + failed["Exceptions"] + write_errors,
+        "timeouts": 0,
+        "non2xx": non2xx,
+        "resets": None,
+        "mismatches": failed["Length"],
+        "bytes": int(_ab_field(text, "Total transferred").split()[0]),
+        "client_reported_duration_s": duration_s,
+        "client_reported_req_per_s": float(_ab_field(text, "Requests per second").split()[0]),
+        "status_counts": None,
+        "latency_p50_ms": percentiles[50],
+        "latency_p90_ms": percentiles[90],
+        "latency_p99_ms": percentiles[99],
+        "latency_max_ms": percentiles[100],
+        # "Time per request (mean)" = concurrency x time / requests: the mean latency of a closed loop.
+        "latency_mean_ms": float(_ab_field(text, "Time per request").split()[0]),
+    }
+    return out

@@ -78,9 +78,15 @@ def machine_line(runs: pd.DataFrame) -> str:
         f"Measured on {every('cpu_model')} ({every('cpu_count')} logical CPUs, host {every('host')}, "
         f"Linux {every('kernel')}) with Node.js {every('node_version')}, express {every('express_version')}, "
         f"fastify {every('fastify_version')}, pg {every('pg_version')}, PostgreSQL {every('postgres_version')} "
-        f"({every('database_mode')}) and {every('load_generator')} {every('autocannon_version')}; runs from "
+        f"({every('database_mode')}) and {clients(runs)}; runs from "
         f"{runs['started_at'].min()} to {runs['finished_at'].max()} (pipeline {every('pipeline_commit')})."
     )
+
+
+def clients(runs: pd.DataFrame) -> str:
+    """'autocannon 9.0.0, wrk debian/4.1.0-3+b2': every load generator with every version it ran."""
+    pairs = runs[["load_generator", "load_generator_version"]].astype(str).drop_duplicates()
+    return ", ".join(f"{c} {v}" for c, v in sorted(pairs.itertuples(index=False)))
 
 
 def cpu_model_warning(metrics: pd.DataFrame) -> str:

@@ -3,7 +3,9 @@
 // share one process: the window opens right before the first request and closes
 // right after the last, and this process's own CPU over the window is the load
 // generator's cost. Protocol (one JSON object per stdout line):
-//   argv[2]: {"url", "connections", "warmup_s", "duration_s"}
+//   argv[2]: {"url", "connections", "warmup_s", "duration_s"} or, for a fixed count,
+//            {"url", "connections", "warmup_s", "amount"} (autocannon gives each
+//            connection amount / connections requests)
 //   -> {"event":"loaded"}        then waits for "warmup\n" on stdin
 //   -> {"event":"warmup", ...}   then waits for "go\n" on stdin
 //   -> {"event":"result", "autocannon": <autocannon result>, "elu": <server window>, ...}
@@ -34,15 +36,28 @@ function getJson(path) {
   });
 }
 
-function run(durationS) {
+// stop: {duration: seconds} or {amount: requests}. onResponse, when given, sees every response.
+function run(stop, onResponse) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
-      { url: opts.url, connections: opts.connections, pipelining: 1, duration: durationS },
+      { url: opts.url, connections: opts.connections, pipelining: 1, ...stop },
       (err, result) => (err ? reject(err) : resolve(result)),
     );
     // Without a listener autocannon prints nothing; keep it that way (no progress bar).
     instance.on('error', () => {});
+    if (onResponse) instance.on('response', onResponse);
   });
+}
+
+// For a fixed count: when each connection got its last response, seconds after t0.
+// autocannon ends a fixed-count run only at its next once-a-second sample tick after
+// the last connection finished, so these times say how long the work really took.
+function connectionClock(t0) {
+  const last = new Map();
+  return {
+    onResponse: (client) => last.set(client, performance.now()),
+    finishTimes: () => [...last.values()].map((t) => (t - t0) / 1000).sort((a, b) => a - b),
+  };
 }
 
 function emit(obj) {
@@ -62,14 +77,16 @@ async function main() {
   // Loading autocannon takes a while; say so, so the harness can start us early.
   emit({ event: 'loaded' });
   await waitFor('warmup');
-  const warm = opts.warmup_s > 0 ? await run(opts.warmup_s) : null;
+  const warm = opts.warmup_s > 0 ? await run({ duration: opts.warmup_s }) : null;
   // The whole warm-up result, so the harness can say what went wrong with it.
   emit({ event: 'warmup', autocannon: warm });
   await waitFor('go');
   await getJson('/__elu/start');
   const cpu0 = process.cpuUsage();
+  const counted = opts.amount !== undefined;
   const t0 = process.hrtime.bigint();
-  const result = await run(opts.duration_s);
+  const clock = counted ? connectionClock(performance.now()) : null;
+  const result = await run(counted ? { amount: opts.amount } : { duration: opts.duration_s }, clock?.onResponse);
   const t1 = process.hrtime.bigint();
   const cpu = process.cpuUsage(cpu0);
   const elu = await getJson('/__elu/stop');
@@ -78,6 +95,7 @@ async function main() {
     autocannon: result,
     elu,
     window_s: Number(t1 - t0) / 1e9,
+    connection_finish_s: clock ? clock.finishTimes() : null,
     client_cpu_user_us: cpu.user,
     client_cpu_system_us: cpu.system,
   });

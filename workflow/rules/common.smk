@@ -1,5 +1,9 @@
 import re
+import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
+import loadgen  # noqa: E402  (the clients and what each can do)
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
 # Shared code in servers/ that is not a server configuration; names with other
@@ -27,7 +31,38 @@ def check_servers(names):
         )
 
 
+EXPERIMENTS = config.get("experiments") or {}
 check_servers(config["servers"])
+for _name, _experiment in EXPERIMENTS.items():
+    for _matrix in _experiment["matrices"]:
+        check_servers(_matrix["servers"])
+
+
+def check_experiments():
+    """Names that cannot clash with other targets, and stopping rules each client can do."""
+    for name, experiment in EXPERIMENTS.items():
+        if name in ("overall", *config["workloads"], "empty", "point-lookup", "list"):
+            raise WorkflowError(
+                f"config key 'experiments' has an experiment named {name!r}, which is also a workload or "
+                "scope name; rename it"
+            )
+        for i, matrix in enumerate(experiment["matrices"]):
+            where = f"experiments.{name}.matrices[{i}]"
+            rules = {
+                "duration": matrix.get("durations_s", []),
+                "count": matrix.get("counts", []),
+            }
+            if not any(rules.values()):
+                raise WorkflowError(
+                    f"config {where} has no stopping rule: give durations_s, counts or both"
+                )
+            for client in matrix["load_generators"]:
+                bad = loadgen.problems(client, rules)
+                if bad:
+                    raise WorkflowError(f"config {where}: {'; '.join(bad)}")
+
+
+check_experiments()
 
 
 def check_pool_fits():
@@ -54,25 +89,84 @@ TEMPLATE = "data/database/template"
 NODE_MODULES = "servers/node_modules/.nodebench-installed"
 
 
+ALL_SERVERS = sorted(
+    {
+        *config["servers"],
+        *(s for e in EXPERIMENTS.values() for m in e["matrices"] for s in m["servers"]),
+    }
+)
+ALL_WORKLOADS = sorted(
+    {
+        *config["workloads"],
+        *(
+            w
+            for e in EXPERIMENTS.values()
+            for m in e["matrices"]
+            for w in m["workloads"]
+        ),
+    }
+)
+
+
 wildcard_constraints:
-    server="|".join(map(re.escape, config["servers"])),
-    workload="|".join(map(re.escape, config["workloads"])),
+    server="|".join(map(re.escape, ALL_SERVERS)),
+    workload="|".join(map(re.escape, ALL_WORKLOADS)),
     connections=r"\d+",
     rep=r"\d+",
+    loadgen="|".join(loadgen.CLIENTS),
+    stop=r"\d+(\.\d+)?s|\d+req",
+    experiment="|".join(map(re.escape, EXPERIMENTS)) or "(?!)",
+
+
+# The main matrix: autocannon for duration_s seconds.
+MAIN_STOP = loadgen.Stop("duration", config["duration_s"]).label
+
+
+def record_path(workload, server, connections, client, stop, rep):
+    return f"data/runs/{workload}/{server}/c{connections}/{client}-{stop}/r{rep}.json"
 
 
 def cells():
-    """Every (workload, server, connections, repetition) in the configured matrix."""
+    """Every (workload, server, connections, client, stop, repetition) in the main matrix."""
     for workload, spec in config["workloads"].items():
         for server in config["servers"]:
             for connections in spec["connections"]:
                 for rep in range(1, config["repetitions"] + 1):
-                    yield workload, server, connections, rep
+                    yield workload, server, connections, "autocannon", MAIN_STOP, rep
 
 
 def run_records():
     """Paths of all run records the configured matrix produces."""
-    return [f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells()]
+    return [record_path(*cell) for cell in cells()]
+
+
+def experiment_cells(name):
+    """Every cell of an experiment, each once even where matrices overlap."""
+    experiment = EXPERIMENTS[name]
+    reps = experiment.get("repetitions", config["repetitions"])
+    seen = {}
+    for m in experiment["matrices"]:
+        stops = [loadgen.Stop("duration", d).label for d in m.get("durations_s", [])]
+        stops += [loadgen.Stop("count", n).label for n in m.get("counts", [])]
+        for workload in m["workloads"]:
+            for server in m["servers"]:
+                for connections in m["connections"]:
+                    for client in m["load_generators"]:
+                        for stop in stops:
+                            for rep in range(1, reps + 1):
+                                seen[
+                                    (workload, server, connections, client, stop, rep)
+                                ] = None
+    return list(seen)
+
+
+def experiment_records(name):
+    return [record_path(*cell) for cell in experiment_cells(name)]
+
+
+def experiment_clients(name):
+    """The programs (not autocannon, which npm installs) an experiment needs."""
+    return sorted({c[3] for c in experiment_cells(name)} - {"autocannon"})
 
 
 def measure_inputs(wildcards):
@@ -82,12 +176,15 @@ def measure_inputs(wildcards):
         "contract": "servers/contract.js",
         "fixture": "servers/fixtures/static-user.json",
         "driver": "servers/loadgen/autocannon.js",
+        "lua": "servers/loadgen/wrk-report.lua",
         "lockfile": "servers/package-lock.json",
         "node_modules": NODE_MODULES,
         "database": DATABASE_INFO,
     }
     if EMBEDDED:
         inputs["template"] = TEMPLATE
+    if wildcards.loadgen in loadgen.PROGRAMS:
+        inputs["client"] = f"data/toolchain/{wildcards.loadgen}.json"
     return inputs
 
 
@@ -116,9 +213,7 @@ wildcard_constraints:
 def workload_records(workload):
     """Records a workload's own figures need: its cells, plus the empty cells its share model uses."""
     needed = {workload, "empty"} & set(WORKLOADS)
-    return [
-        f"data/runs/{w}/{s}/c{c}/r{r}.json" for w, s, c, r in cells() if w in needed
-    ]
+    return [record_path(*cell) for cell in cells() if cell[0] in needed]
 
 
 def scope_runs(scope):

@@ -8,16 +8,16 @@ rule measure_run:
             "scripts/procs.py",
             "scripts/pgcluster.py",
             "scripts/provenance.py",
+            "scripts/loadgen.py",
         ],
     output:
-        record="data/runs/{workload}/{server}/c{connections}/r{rep}.json",
+        record="data/runs/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.json",
     log:
-        "data/logs/measure/{workload}/{server}/c{connections}/r{rep}.log",
+        "data/logs/measure/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.log",
     resources:
         bench=1,
     params:
         warmup_s=config["warmup_s"],
-        duration_s=config["duration_s"],
         pool_size=config["pool_size"],
         server_port=config["server_port"],
         node=config["node"],

@@ -1,0 +1,311 @@
+"""The load generators a cell can use (autocannon, wrk, ab) behind one interface, and stopping rules.
+
+Every client warms up, then runs inside the server's ELU window and returns the same
+fields (records.parse_* output), its own CPU over the run and how long the run took.
+autocannon runs in a Node driver that opens and closes the window itself; wrk and ab
+are separate programs, so this module opens the window right before starting them and
+closes it right after they exit, and reads their CPU from the kernel (wait4 rusage).
+"""
+
+import json
+import math
+import os
+import re
+import select
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import procs
+from records import RunError, parse_ab, parse_autocannon, parse_wrk
+
+# What each client can do: the stopping rules it supports, and how to install it.
+CLIENTS = {
+    "autocannon": {"rules": ("duration", "count"), "install": "installed by npm ci from servers/package-lock.json"},
+    # wrk has no fixed-count mode, and its -d takes whole seconds only.
+    "wrk": {"rules": ("duration",), "install": "apt-get install wrk (Debian's wrk package)"},
+    # ab's -t mode is a time limit on top of a 50,000-request cap, not a duration rule.
+    "ab": {"rules": ("count",), "install": "apt-get install apache2-utils (Debian's package with ab)"},
+}
+PROGRAMS = {"wrk": "wrk", "ab": "ab"}
+
+
+@dataclass(frozen=True)
+class Stop:
+    """How a measured run ends: after `value` seconds (duration) or `value` requests (count)."""
+
+    rule: str
+    value: float
+
+    @property
+    def label(self) -> str:
+        """The path segment: '10s' or '100000req'."""
+        return f"{self.value:g}s" if self.rule == "duration" else f"{int(self.value)}req"
+
+    @classmethod
+    def parse(cls, label: str) -> "Stop":
+        if label.endswith("req"):
+            return cls("count", int(label[:-3]))
+        if label.endswith("s"):
+            return cls("duration", float(label[:-1]))
+        raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s or 100000req)")
+
+
+def problems(client: str, rules: dict) -> list[str]:
+    """Why a client cannot run the stopping rules {rule: [values]}; empty when it can."""
+    if client not in CLIENTS:
+        return [f"load generator {client!r} is unknown; available: {', '.join(CLIENTS)}"]
+    found = []
+    for rule, values in rules.items():
+        if values and rule not in CLIENTS[client]["rules"]:
+            can = " or ".join(CLIENTS[client]["rules"])
+            found.append(f"{client} cannot stop after a fixed {rule} ({values}); it supports only: {can}")
+    if client == "wrk":
+        fractional = [v for v in rules.get("duration", []) if float(v) != int(v)]
+        if fractional:
+            found.append(f"wrk takes whole seconds only, not durations {fractional}")
+    return found
+
+
+def program_version(client: str) -> str:
+    """The installed program's version line; RunError with the install instruction when it is missing."""
+    program = PROGRAMS[client]
+    path = shutil.which(program)
+    if path is None:
+        raise RunError(
+            f"load generator {client!r} is not installed ({program} is not on PATH): {CLIENTS[client]['install']}"
+        )
+    flag = "-v" if client == "wrk" else "-V"
+    res = subprocess.run([path, flag], capture_output=True, text=True, timeout=10)
+    return parse_version(client, res.stdout + res.stderr)
+
+
+def parse_version(client: str, text: str) -> str:
+    """'wrk debian/4.1.0-3+b2 [epoll] ...' -> 'debian/4.1.0-3+b2'; 'This is ApacheBench, Version 2.3 ...' -> '2.3'."""
+    found = re.search(r"^wrk (\S+)" if client == "wrk" else r"Version (\S+)", text, re.MULTILINE)
+    return found.group(1) if found else "unknown"
+
+
+def tail(path: Path, lines: int = 8) -> str:
+    try:
+        text = Path(path).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no output)"
+    return " | ".join(text[-lines:]) or "(no output)"
+
+
+class LineReader:
+    """Read newline-terminated JSON from a child's stdout with a deadline."""
+
+    def __init__(self, proc: subprocess.Popen, name: str, stderr_path: Path):
+        self.proc, self.name, self.stderr_path, self.buf = proc, name, stderr_path, b""
+
+    def read(self, timeout: float, what: str) -> dict:
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RunError(f"{self.name} gave no {what} within {timeout:g} s")
+            ready, _, _ = select.select([fd], [], [], min(remaining, 0.5))
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    code = self.proc.wait()
+                    raise RunError(f"{self.name} exited with status {code} before its {what}: {tail(self.stderr_path)}")
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+
+@dataclass
+class Target:
+    """Where the load goes and what the client may use."""
+
+    host: str
+    port: int
+    path: str
+    connections: int
+    cpus: list[int]
+    scratch: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}{self.path}"
+
+
+class Autocannon:
+    """autocannon in servers/loadgen/autocannon.js; the driver opens and closes the ELU window itself."""
+
+    name = "autocannon"
+    threads = 1
+
+    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, stack):
+        self.target, self.stop = target, stop
+        args = {"url": target.url, "connections": target.connections, "warmup_s": warmup_s}
+        args |= {"duration_s": stop.value} if stop.rule == "duration" else {"amount": int(stop.value)}
+        err_path = target.scratch / "driver.err"
+        with open(err_path, "wb") as err:
+            self.proc = procs.spawn(
+                [node, str(driver), json.dumps(args)],
+                cpus=target.cpus,
+                cwd=driver.parent,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                bufsize=0,
+            )
+        stack.callback(procs.stop, self.proc)
+        self.lines = LineReader(self.proc, "the autocannon driver", err_path)
+        self.warmup_s = warmup_s
+
+    def request_head(self) -> bytes:
+        return f"GET {self.target.path} HTTP/1.1\r\nHost: {self.target.host}:{self.target.port}\r\n\r\n".encode()
+
+    def _send(self, command: bytes) -> None:
+        try:
+            self.proc.stdin.write(command)
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            raise RunError(
+                f"the autocannon driver exited with status {self.proc.wait()}: {tail(self.lines.stderr_path)}"
+            ) from None
+
+    def warmup(self) -> dict | None:
+        self.lines.read(30, "readiness")
+        self._send(b"warmup\n")
+        out = self.lines.read(self.warmup_s + 30, "warm-up summary")
+        return parse_autocannon(out["autocannon"]) if out["autocannon"] else None
+
+    def measure(self, timeout: float) -> dict:
+        self._send(b"go\n")
+        out = self.lines.read(timeout, "result")
+        finish = out.get("connection_finish_s") or None
+        return {
+            "load": parse_autocannon(out["autocannon"]),
+            "samples": int(out["autocannon"].get("samples", 0)) or None,
+            "elu": out["elu"],
+            "window_s": out["window_s"],
+            "client_cpu_user_us": out["client_cpu_user_us"],
+            "client_cpu_system_us": out["client_cpu_system_us"],
+            "first_connection_done_s": finish[0] if finish else None,
+            "last_response_s": finish[-1] if finish else None,
+        }
+
+
+class _Program:
+    """A load generator that is its own program (wrk, ab): run it, time it, read its CPU."""
+
+    name = ""
+
+    def __init__(self, target: Target, stop: Stop, warmup_s: float, elu_window, stack):
+        self.target, self.stop, self.warmup_s = target, stop, warmup_s
+        self.open_window, self.close_window = elu_window
+        self.stack = stack
+        self.program = shutil.which(PROGRAMS[self.name])
+        if self.program is None:
+            program_version(self.name)  # raises with the install instruction
+
+    def _run(self, args: list[str], timeout: float, what: str) -> tuple[str, float, int, int]:
+        """Run the program pinned to the client's CPUs: (stdout, seconds, user us, system us)."""
+        out_path = self.target.scratch / f"{self.name}-{what}.out"
+        with open(out_path, "wb") as out:
+            t0 = time.monotonic()
+            proc = procs.spawn([self.program, *args], cpus=self.target.cpus, stdout=out, stderr=subprocess.STDOUT)
+        self.stack.callback(procs.stop, proc)
+        deadline = t0 + timeout
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                seconds = time.monotonic() - t0
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                break
+            if time.monotonic() > deadline:
+                procs.stop(proc)
+                raise RunError(f"{self.name} did not finish its {what} within {timeout:g} s: {tail(out_path)}")
+            time.sleep(0.02)
+        text = out_path.read_text(errors="replace")
+        if proc.returncode != 0:
+            raise RunError(f"{self.name} exited with status {proc.returncode} during the {what}: {tail(out_path)}")
+        return text, seconds, round(usage.ru_utime * 1e6), round(usage.ru_stime * 1e6)
+
+    def warmup(self) -> dict | None:
+        if self.warmup_s <= 0:
+            return None
+        # Both programs time whole seconds only.
+        text, *_ = self._run(self.args(Stop("duration", math.ceil(self.warmup_s))), self.warmup_s + 60, "warm-up")
+        return self.parse(text)
+
+    def measure(self, timeout: float) -> dict:
+        self.open_window()
+        text, seconds, user_us, system_us = self._run(self.args(self.stop), timeout, "measured window")
+        elu = self.close_window()
+        load = self.parse(text)
+        return {
+            "load": load,
+            "samples": None,
+            "elu": elu,
+            "window_s": seconds,
+            "client_cpu_user_us": user_us,
+            "client_cpu_system_us": system_us,
+            "first_connection_done_s": None,
+            # ab stops at its last response, and its clock starts with its first request.
+            "last_response_s": load["client_reported_duration_s"] if self.stop.rule == "count" else None,
+        }
+
+
+class Wrk(_Program):
+    name = "wrk"
+
+    def __init__(self, *args, lua: Path, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.lua = lua
+        self.threads = max(1, min(len(self.target.cpus), self.target.connections))
+
+    def request_head(self) -> bytes:
+        return f"GET {self.target.path} HTTP/1.1\r\nHost: {self.target.host}:{self.target.port}\r\n\r\n".encode()
+
+    def args(self, stop: Stop) -> list[str]:
+        return [
+            "-t", str(self.threads), "-c", str(self.target.connections), "-d", f"{int(stop.value)}s",
+            "--latency", "-s", str(self.lua), self.target.url,
+        ]  # fmt: skip
+
+    def parse(self, text: str) -> dict:
+        return parse_wrk(text)
+
+
+class Ab(_Program):
+    name = "ab"
+    threads = 1
+
+    def request_head(self) -> bytes:
+        # ab speaks HTTP/1.0 with keep-alive (-k); the answer to that differs from an HTTP/1.1 one.
+        return (
+            f"GET {self.target.path} HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: {self.target.host}:{self.target.port}"
+            "\r\nUser-Agent: ApacheBench/2.3\r\nAccept: */*\r\n\r\n"
+        ).encode()
+
+    def args(self, stop: Stop) -> list[str]:
+        common = ["-k", "-q", "-c", str(self.target.connections)]
+        if stop.rule == "duration":  # the warm-up only: -t also caps it at 50,000 requests (ab keeps per-request stats)
+            return [*common, "-t", str(int(stop.value)), self.target.url]
+        return [*common, "-n", str(int(stop.value)), self.target.url]
+
+    def parse(self, text: str) -> dict:
+        return parse_ab(text)
+
+
+def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, driver: Path, lua: Path,
+         elu_window, stack):  # fmt: skip
+    """The client for one run; a rule the client cannot do is an error before anything starts."""
+    bad = problems(name, {stop.rule: [stop.value]})
+    if bad:
+        raise RunError("; ".join(bad))
+    if name == "autocannon":
+        return Autocannon(target, node, driver, stop, warmup_s, stack)
+    if name == "wrk":
+        return Wrk(target, stop, warmup_s, elu_window, stack, lua=lua)
+    return Ab(target, stop, warmup_s, elu_window, stack)

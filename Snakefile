@@ -20,6 +20,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/charts.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/experiments.smk"
 
 
 # Light jobs that a cluster executor runs on the submitting host instead of as
@@ -41,6 +42,12 @@ localrules:
     build_index_page,
     list_outputs,
     list_workload_outputs,
+    probe_load_generator,
+    aggregate_experiment_runs,
+    compute_experiment_metrics,
+    write_experiment_report,
+    plot_experiment,
+    list_experiment_outputs,
 
 
 rule all:

@@ -1,0 +1,165 @@
+"""An experiment's charts: duration against count, the duration sweep, and the load-generator comparison."""
+
+import altair as alt
+import pandas as pd
+
+from charts import server_scale
+
+CLIENT_COLORS = {"autocannon": "#4c78a8", "wrk": "#f58518", "ab": "#54a24b"}
+
+
+def _str(df: pd.DataFrame) -> pd.DataFrame:
+    cats = [c for c in ("workload", "server", "load_generator", "stopping_rule", "stop", "saturation") if c in df]
+    return df.astype({c: str for c in cats})
+
+
+def stopping_rule(stopping: pd.DataFrame) -> alt.HConcatChart:
+    """Left: reported req/s, fixed duration against fixed count. Right: where a count run's time went."""
+    s = _str(stopping)
+    rates = pd.concat(
+        [
+            s.assign(rule="fixed " + s["duration_stop"], value=s["duration_req_per_s_reported"]),
+            s.assign(rule="fixed " + s["count_stop"], value=s["count_req_per_s_reported"]),
+        ]
+    )
+    bars = (
+        alt.Chart(rates, title="req/s as the load generator reported it")
+        .mark_bar()
+        .encode(
+            x=alt.X("server:N", title=None),
+            xOffset=alt.XOffset("rule:N"),
+            y=alt.Y("value:Q", title="req/s"),
+            color=alt.Color("rule:N", title="stopping rule"),
+            tooltip=["server", "rule", alt.Tooltip("value:Q", format=",.0f")],
+        )
+        .properties(width=260, height=240)
+    )
+    parts = pd.concat(
+        [
+            s.assign(part="work at the sustained rate", seconds=s["expected_s"], order=0),
+            s.assign(
+                part="unaccounted",
+                seconds=s["unaccounted_s"],
+                order=1,
+            ),
+        ]
+    )
+    time = (
+        alt.Chart(parts, title="time a fixed-count run took")
+        .mark_bar()
+        .encode(
+            y=alt.Y("server:N", title=None),
+            x=alt.X("seconds:Q", title="seconds", stack="zero"),
+            color=alt.Color(
+                "part:N",
+                title="part of the run",
+                scale=alt.Scale(domain=["work at the sustained rate", "unaccounted"], range=["#9ecae1", "#e6550d"]),
+            ),
+            order=alt.Order("order:Q"),
+            tooltip=["server", "part", alt.Tooltip("seconds:Q", format=".2f")],
+        )
+        .properties(width=300, height=120)
+    )
+    return alt.hconcat(bars, time).resolve_scale(color="independent")
+
+
+def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart:
+    """Reported req/s of every run against its fixed duration, with the medians joined; count runs as rules."""
+    r = _str(runs)
+    timed = r[r["stopping_rule"] == "duration"]
+    swept = timed.groupby(["workload", "server", "connections", "load_generator"])["duration_s"].transform("nunique")
+    timed = timed[swept >= 3]
+    medians = timed.groupby(["server", "duration_s"], as_index=False)["client_reported_req_per_s"].median()
+    scale = server_scale(timed["server"].unique())
+    base = alt.Chart(timed).encode(
+        x=alt.X("duration_s:Q", title="fixed duration (s)"),
+        y=alt.Y("client_reported_req_per_s:Q", title="req/s (reported)", scale=alt.Scale(zero=False)),
+        color=alt.Color("server:N", scale=scale, title="server"),
+    )
+    points = base.mark_point(opacity=0.6).encode(
+        tooltip=["server", "duration_s", "repetition", alt.Tooltip("client_reported_req_per_s:Q", format=",.0f")]
+    )
+    line = (
+        alt.Chart(medians)
+        .mark_line(point=True)
+        .encode(x="duration_s:Q", y="client_reported_req_per_s:Q", color=alt.Color("server:N", scale=scale))
+    )
+    layers = [points, line]
+    s = _str(stopping)
+    s = s[s["server"].isin(set(timed["server"]))]
+    if len(s):
+        rule = (
+            alt.Chart(s.assign(label="fixed " + s["count_stop"]))
+            .mark_rule(strokeDash=[6, 4])
+            .encode(
+                y="count_req_per_s_reported:Q",
+                color=alt.Color("server:N", scale=scale),
+                tooltip=["server", "label", alt.Tooltip("count_req_per_s_reported:Q", format=",.0f")],
+            )
+        )
+        layers.append(rule)
+    return alt.layer(*layers).properties(
+        width=420, height=260, title="Duration sweep (dashed: the same server's fixed-count runs)"
+    )
+
+
+def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
+    """Per workload: server req/s and the client's own CPU, one bar per load generator."""
+    m = _str(metrics)
+    clients = [c for c in CLIENT_COLORS if c in set(m["load_generator"])]
+    color = alt.Color(
+        "load_generator:N",
+        title="load generator",
+        scale=alt.Scale(domain=clients, range=[CLIENT_COLORS[c] for c in clients]),
+    )
+    base = alt.Chart(m).encode(
+        x=alt.X("server:N", title=None), xOffset=alt.XOffset("load_generator:N", sort=clients), color=color
+    )
+    return _by_workload(m, {"width": 220, "height": 180}, base)
+
+
+def _by_workload(m: pd.DataFrame, size: dict, base) -> alt.VConcatChart:
+    """One row of three panels per workload (facet cannot hold a concat)."""
+    rows = []
+    for workload in sorted(m["workload"].unique()):
+        sub = base.transform_filter(alt.datum.workload == workload)
+        rps = sub.mark_bar().encode(
+            y=alt.Y("req_per_s:Q", title="req/s (server)"),
+            opacity=alt.condition("datum.saturation == 'server-bound'", alt.value(1.0), alt.value(0.45)),
+            tooltip=["server", "load_generator", "stop", "saturation", alt.Tooltip("req_per_s:Q", format=",.0f")],
+        )
+        errs = sub.mark_rule().encode(y="req_per_s_lo:Q", y2="req_per_s_hi:Q", color=alt.value("black"))
+        elu = sub.mark_bar().encode(
+            y=alt.Y("elu_utilization:Q", title="server ELU", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+            tooltip=["server", "load_generator", alt.Tooltip("elu_utilization:Q", format=".1%")],
+        )
+        cpu = sub.mark_bar().encode(
+            y=alt.Y("client_cpu_util:Q", title="client CPU (cores)"),
+            tooltip=["server", "load_generator", alt.Tooltip("client_cpu_util:Q", format=".2f")],
+        )
+        rows.append(
+            alt.hconcat(
+                alt.layer(rps, errs).properties(**size, title=f"{workload}: req/s (faded: not server-bound)"),
+                elu.properties(**size, title=f"{workload}: server event-loop utilization"),
+                cpu.properties(**size, title=f"{workload}: load generator's own CPU"),
+            )
+        )
+    return alt.vconcat(*rows)
+
+
+if __name__ == "__main__" and "snakemake" in globals():
+    from pathlib import Path
+
+    from charts import save
+
+    sm = snakemake  # noqa: F821
+    name = sm.wildcards.chart
+    if name == "stopping-rule":
+        chart = stopping_rule(pd.read_parquet(sm.input.stopping))
+    elif name == "duration-sweep":
+        chart = duration_sweep(pd.read_parquet(sm.input.runs), pd.read_parquet(sm.input.stopping))
+    else:
+        chart = load_generators(pd.read_parquet(sm.input.metrics))
+    save(chart, sm.output.png, sm.output.svg, sm.output.html)
+    Path(sm.output.spec).write_text(chart.to_json())
+    Path(sm.log[0]).write_text(f"{name} -> {sm.output.png}\n")

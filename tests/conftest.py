@@ -37,6 +37,27 @@ duration_s: 1
 repetitions: 1
 database:
   rows: 20000
+# One tiny fixed-count cell with autocannon, one wrk cell and one ab cell, next to the
+# main matrix's fastify point-lookup cell (autocannon, 1 s), which the study reuses.
+experiments:
+  tiny-study:
+    matrices:
+      - servers: [fastify]
+        workloads: [point-lookup]
+        connections: [10]
+        load_generators: [autocannon]
+        durations_s: [1]
+        counts: [2000]
+      - servers: [fastify]
+        workloads: [point-lookup]
+        connections: [10]
+        load_generators: [wrk]
+        durations_s: [1]
+      - servers: [fastify]
+        workloads: [point-lookup]
+        connections: [10]
+        load_generators: [ab]
+        counts: [2000]
 """
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from conftest import planned_cells, render_in_chromium, snakemake
 
@@ -140,3 +141,53 @@ def test_snakemake_report_is_offline(project: Path):
     assert res.returncode == 0, res.stdout[-3000:]
     report = (project / "reports" / "report.html").read_text()
     assert "cpu-per-request" in report and '<script src="http' not in report
+
+
+@pytest.fixture(scope="module")
+def study(project: Path) -> Path:
+    """The tiny experiment: a fixed-count autocannon cell, a wrk cell and an ab cell, run for real."""
+    res = snakemake(project, "reports/tiny-study/all")
+    assert res.returncode == 0, res.stdout[-4000:]
+    return project
+
+
+def test_study_measures_counts_and_other_clients(study: Path):
+    runs = pd.read_parquet(study / "data/experiments/tiny-study/runs.parquet").astype({"load_generator": str})
+    by = {(r.load_generator, str(r.stop)): r for r in runs.itertuples()}
+    assert set(by) == {("autocannon", "1s"), ("autocannon", "2000req"), ("wrk", "1s"), ("ab", "2000req")}
+    count = by[("autocannon", "2000req")]
+    # What happened is recorded, not assumed: the count asked for, the count done, and when work ended.
+    assert count.stopping_rule == "count" and count.requests_target == 2000 and count.requests >= 2000
+    assert 0 < count.first_connection_done_s <= count.last_response_s <= count.window_s
+    ab = by[("ab", "2000req")]
+    assert ab.requests == 2000 and ab.server_requests == 2000 and ab.latency_p99_ms >= 0
+    wrk = by[("wrk", "1s")]
+    assert wrk.client_threads == 1 and 0.9 < wrk.window_s < 2.5 and pd.isna(wrk.resets)
+    for r in by.values():
+        # Every client's own CPU is recorded, and every answer had the verified size for that client.
+        assert r.client_cpu_user_us + r.client_cpu_system_us > 0
+        assert r.bytes == r.requests * r.answer_bytes
+        assert r.db_queries == r.server_requests
+
+
+def test_study_reuses_the_main_matrix_cell(study: Path):
+    shared = "data/runs/point-lookup/fastify/c10/autocannon-1s/r1.json"
+    assert shared in (study / "reports" / "all").read_text().split()
+    assert shared in (study / "reports" / "tiny-study" / "all").read_text().split()
+    assert "Nothing to be done" in snakemake(study, "--dry-run", "reports/tiny-study/all").stdout
+
+
+def test_study_report_has_the_arithmetic_and_the_client_comparison(study: Path):
+    stopping = pd.read_parquet(study / "data/experiments/tiny-study/stopping.parquet")
+    assert len(stopping) == 1 and stopping["duration_stop"].iloc[0] == "1s"
+    row = stopping.iloc[0]
+    assert row["unaccounted_s"] == pytest.approx(row["actual_s"] - row["expected_s"])
+    text = (study / "reports" / "tiny-study" / "summary.md").read_text()
+    assert "## Fixed duration against fixed count" in text and "## Load generators" in text
+    assert "the arithmetic explains the penalty" in text or "the arithmetic does not explain the penalty" in text
+    assert "For node-http on `empty`" not in text  # node-http is not in this study
+    manifest = (study / "reports" / "tiny-study" / "all").read_text().split()
+    for chart in ("stopping-rule", "load-generators"):
+        assert f"reports/tiny-study/charts/{chart}.svg" in manifest
+    assert not any("duration-sweep" in m for m in manifest)
+    assert all((study / m).exists() for m in manifest)

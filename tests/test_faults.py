@@ -20,7 +20,7 @@ from conftest import REPO, TINY_CONFIG, leftovers, make_project, pipeline_proces
 
 
 def record(project: Path, server: str, workload: str = "point-lookup", connections: int = 10) -> Path:
-    return project / "data" / "runs" / workload / server / f"c{connections}" / "r1.json"
+    return project / "data" / "runs" / workload / server / f"c{connections}" / "autocannon-1s" / "r1.json"
 
 
 def measure_one(project: Path, server: str, *extra, connections: int = 10):
@@ -55,7 +55,10 @@ def test_server_with_another_name_is_refused(project: Path):
 def test_wrong_answer_fails_before_measuring(project: Path):
     res = measure_one(project, "wrong-row")
     assert_failed(res, "differs from what the database holds")
-    assert "warm-up done" not in (project / "data/logs/measure/point-lookup/wrong-row/c10/r1.log").read_text()
+    assert (
+        "warm-up done"
+        not in (project / "data/logs/measure/point-lookup/wrong-row/c10/autocannon-1s/r1.log").read_text()
+    )
     assert not record(project, "wrong-row").exists()
 
 
@@ -117,7 +120,7 @@ def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
     rec = record(project, "fastify")
     saved = rec.read_bytes()
     # As if the run had been interrupted before this cell and everything downstream of it.
-    log = project / "data/logs/measure/point-lookup/fastify/c10/r1.log"
+    log = project / "data/logs/measure/point-lookup/fastify/c10/autocannon-1s/r1.log"
     for path in [rec, log, *(project / p for p in ("data/runs.parquet", "reports/summary.md", "reports/all"))]:
         path.unlink()
     proc = subprocess.Popen(
@@ -213,7 +216,7 @@ def test_existing_server_through_a_dsn(tmp_path: Path, external_postgres: int):
     assert_failed(res, "already holds 1 rows that are not the benchmark's seed", "refusing to overwrite")
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DELETE FROM users")
-    target = "data/runs/point-lookup/express/c10/r1.json"
+    target = "data/runs/point-lookup/express/c10/autocannon-1s/r1.json"
     res = snakemake(proj, target, "--config", "servers=[express]")
     assert res.returncode == 0, res.stdout[-3000:]
     rec = json.loads((proj / target).read_text())

@@ -31,7 +31,10 @@ def runs_from(rows) -> pd.DataFrame:
     ]
     df = pd.DataFrame(rows, columns=cols)
     return df.assign(
+        load_generator="autocannon",
         stopping_rule="duration",
+        stop="10s",
+        client_cpu_capacity=1.0,
         us_per_req_cpu=df["us_per_req_elu"] * 1.1,
         latency_p50_ms=1.0,
         latency_p99_ms=5.0,

@@ -34,31 +34,35 @@ def stopping_rule(stopping: pd.DataFrame) -> alt.HConcatChart:
         )
         .properties(width=260, height=240)
     )
-    parts = pd.concat(
-        [
-            s.assign(part="work at the sustained rate", seconds=s["expected_s"], order=0),
-            s.assign(
-                part="unaccounted",
-                seconds=s["unaccounted_s"],
-                order=1,
-            ),
-        ]
+    s = s.assign(run=s["server"] + " " + s["count_stop"])
+    split = s["full_load_s"].notna()
+    pieces = [
+        ("at the sustained rate", s["expected_s"]),
+        ("full-load phase beyond it", s["full_load_s"]),
+        ("connections finishing apart", s["connection_tail_s"]),
+        ("idle until the client stopped", s["idle_s"].where(split)),
+        ("unaccounted, not split", s["unaccounted_s"].where(~split)),
+    ]
+    names = [name for name, _ in pieces]
+    parts = pd.concat([s.assign(part=name, seconds=values, order=i) for i, (name, values) in enumerate(pieces)]).dropna(
+        subset=["seconds"]
     )
     time = (
-        alt.Chart(parts, title="time a fixed-count run took")
+        alt.Chart(parts, title="where a fixed-count run's time went")
         .mark_bar()
         .encode(
-            y=alt.Y("server:N", title=None),
+            y=alt.Y("run:N", title=None),
             x=alt.X("seconds:Q", title="seconds", stack="zero"),
             color=alt.Color(
                 "part:N",
                 title="part of the run",
-                scale=alt.Scale(domain=["work at the sustained rate", "unaccounted"], range=["#9ecae1", "#e6550d"]),
+                scale=alt.Scale(domain=names, range=["#9ecae1", "#fdae6b", "#e6550d", "#7f2704", "#bdbdbd"]),
+                sort=names,
             ),
             order=alt.Order("order:Q"),
-            tooltip=["server", "part", alt.Tooltip("seconds:Q", format=".2f")],
+            tooltip=["run", "part", alt.Tooltip("seconds:Q", format=".2f")],
         )
-        .properties(width=300, height=120)
+        .properties(width=320, height=alt.Step(22))
     )
     return alt.hconcat(bars, time).resolve_scale(color="independent")
 

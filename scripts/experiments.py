@@ -14,8 +14,17 @@ import pandas as pd
 from summary import ci, machine_line
 
 GROUP = ["workload", "server", "connections", "load_generator"]
-# A share of unaccounted time within this many points of the throughput penalty "explains" it.
-EXPLAINS_WITHIN = 0.02
+# A share of unaccounted time within this many points of the throughput penalty matches it.
+MATCHES_WITHIN = 0.02
+# Seconds below which a part of the unaccounted time is too small to call.
+NEGLIGIBLE_S = 0.05
+VERDICTS = {
+    "tail": "explained by the tail",
+    "noise": "no penalty beyond noise",
+    "partly": "partly the tail",
+    "unsplit": "the client cannot split it",
+    "mismatch": "share and penalty disagree",
+}
 
 
 def tail_arithmetic(completed: float, actual_s: float, sustained_req_per_s: float) -> dict:
@@ -28,6 +37,29 @@ def tail_arithmetic(completed: float, actual_s: float, sustained_req_per_s: floa
     expected_s = completed / sustained_req_per_s
     unaccounted_s = actual_s - expected_s
     return {"expected_s": expected_s, "unaccounted_s": unaccounted_s, "unaccounted_share": unaccounted_s / actual_s}
+
+
+def split_unaccounted(run: dict, sustained: float) -> dict:
+    """Where one fixed-count run's unaccounted time went; the three parts add up to it exactly.
+
+    - full_load_s: the phase while every connection still had requests left, against
+      the sustained rate (positive: slower than the fixed-duration runs);
+    - connection_tail_s: from the first connection finishing its share to the last
+      response, against the sustained rate (fewer connections loading the server);
+    - idle_s: after the last response, with nothing in flight, until the client ended.
+    A client that cannot tell when its connections finished (ab) gives only idle_s.
+    """
+    t1, n1 = run["first_connection_done_s"], run["responses_at_first_done"]
+    t2, n, total = run["last_response_s"], run["requests"], run["window_s"]
+    idle = total - t2 if pd.notna(t2) else np.nan
+    if pd.isna(t1) or pd.isna(n1):
+        return {"full_load_s": np.nan, "connection_tail_s": np.nan, "idle_s": idle, "full_load_req_per_s": np.nan}
+    return {
+        "full_load_s": t1 - n1 / sustained,
+        "connection_tail_s": (t2 - t1) - (n - n1) / sustained,
+        "idle_s": idle,
+        "full_load_req_per_s": n1 / t1,
+    }
 
 
 def penalty(count_req_per_s: float, duration_req_per_s: float) -> float:
@@ -58,63 +90,118 @@ def reference_durations(runs: pd.DataFrame) -> dict:
     return {k: (max(common) if common else max(v)) for k, v in per_group.items()}
 
 
+def _median(values) -> float:
+    values = pd.Series(values, dtype=float).dropna()
+    return float(values.median()) if len(values) else np.nan
+
+
 def stopping_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per fixed-count cell: its penalty against the matching fixed-duration cell, and the tail arithmetic."""
+    """One row per fixed-count cell: its penalty against the matching fixed-duration cell, and the tail arithmetic.
+
+    The arithmetic is done run by run against the fixed-duration runs' median rate,
+    and each figure is the median over the count runs.
+    """
     runs = _str(runs)
     rows = []
     for key, duration in reference_durations(runs).items():
         mine = runs.merge(pd.DataFrame([dict(zip(GROUP, key, strict=True))]), on=GROUP)
         timed = mine[(mine["stopping_rule"] == "duration") & (mine["duration_s"] == duration)]
+        rates = timed["client_req_per_s"]
+        sustained = float(rates.median())
+        spread = float((rates.max() - rates.min()) / sustained)
         for stop, counted in mine[mine["stopping_rule"] == "count"].groupby("stop"):
-            sustained = float(timed["client_req_per_s"].median())
-            completed = float(counted["requests"].median())
-            actual = float(counted["window_s"].median())
-            last = counted["last_response_s"].astype(float)
-            first = counted["first_connection_done_s"].astype(float)
+            per_run = [
+                tail_arithmetic(r["requests"], r["window_s"], sustained) | split_unaccounted(r, sustained) | r
+                for r in counted.to_dict("records")
+            ]
+            med = {k: _median([p[k] for p in per_run]) for k in per_run[0] if k in PER_RUN}
             row = dict(zip(GROUP, key, strict=True)) | {
                 "count_stop": stop,
                 "duration_stop": f"{duration:g}s",
                 "repetitions_count": len(counted),
                 "repetitions_duration": len(timed),
                 "requests_target": int(counted["requests_target"].iloc[0]),
-                "requests_completed": completed,
+                "requests_completed": med["requests"],
                 "overshoot": float((counted["requests"] - counted["requests_target"]).median()),
                 "duration_req_per_s_reported": float(timed["client_reported_req_per_s"].median()),
                 "count_req_per_s_reported": float(counted["client_reported_req_per_s"].median()),
                 "duration_req_per_s": sustained,
                 "count_req_per_s": float(counted["client_req_per_s"].median()),
-                "actual_s": actual,
-                "last_response_s": float(last.median()) if last.notna().any() else np.nan,
-                "first_connection_done_s": float(first.median()) if first.notna().any() else np.nan,
+                "rate_spread": spread,
+                "actual_s": med["window_s"],
+                "expected_s": med["expected_s"],
+                "unaccounted_s": med["unaccounted_s"],
+                "unaccounted_share": med["unaccounted_share"],
+                "first_connection_done_s": med["first_connection_done_s"],
+                "last_response_s": med["last_response_s"],
+                "full_load_s": med["full_load_s"],
+                "connection_tail_s": med["connection_tail_s"],
+                "idle_s": med["idle_s"],
+                "full_load_req_per_s": med["full_load_req_per_s"],
                 "us_per_req_elu_duration": float(timed["us_per_req_elu"].median()),
                 "us_per_req_elu_count": float(counted["us_per_req_elu"].median()),
                 "elu_duration": float(timed["elu_utilization"].median()),
                 "elu_count": float(counted["elu_utilization"].median()),
             }
-            row |= tail_arithmetic(completed, actual, sustained)
             row["penalty_reported"] = penalty(row["count_req_per_s_reported"], row["duration_req_per_s_reported"])
             row["penalty_measured"] = penalty(row["count_req_per_s"], sustained)
-            row["idle_after_last_s"] = actual - row["last_response_s"]
-            # The penalty had the run been timed to its last response: what the tail itself costs.
-            row["penalty_to_last_response"] = penalty(completed / row["last_response_s"], sustained)
-            row["tail_s"] = row["last_response_s"] - row["first_connection_done_s"]
-            row["explains"] = abs(row["unaccounted_share"] - row["penalty_reported"]) <= EXPLAINS_WITHIN
+            row["verdict"] = verdict(row)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+# Per-run quantities whose medians the table reports.
+PER_RUN = {
+    "requests",
+    "window_s",
+    "expected_s",
+    "unaccounted_s",
+    "unaccounted_share",
+    "first_connection_done_s",
+    "last_response_s",
+    "full_load_s",
+    "connection_tail_s",
+    "idle_s",
+    "full_load_req_per_s",
+}
+
+
+def verdict(row: dict) -> str:
+    """Does the tail arithmetic explain this cell's penalty? One of VERDICTS' keys.
+
+    - mismatch: the unaccounted share and the reported penalty differ (the client's
+      req/s is not its count over its time);
+    - noise: the penalty is within the spread of the fixed-duration runs' own rates;
+    - tail: what is left once the tail (connections finishing apart, and the idle wait)
+      is taken out, the full-load phase, is within that spread (or under 0.05 s);
+    - partly: the full-load phase itself ran slower than the sustained rate;
+    - unsplit: a penalty beyond noise, from a client that cannot tell when its
+      connections finished (ab).
+    """
+    if abs(row["unaccounted_share"] - row["penalty_reported"]) > MATCHES_WITHIN:
+        return "mismatch"
+    if row["penalty_reported"] <= row["rate_spread"]:
+        return "noise"
+    if pd.isna(row["full_load_s"]):
+        return "unsplit"
+    allowance = max(row["rate_spread"] * row["first_connection_done_s"], NEGLIGIBLE_S)
+    return "tail" if abs(row["full_load_s"]) <= allowance else "partly"
 
 
 def stopping_markdown(table: pd.DataFrame) -> list[str]:
     head = (
         "| server | client | workload | conn | duration req/s | count req/s | penalty | requests done / asked "
-        "| took s | at sustained rate s | unaccounted s | share | last response s | first conn. done s "
-        "| us/req ELU duration / count |\n|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "| took s | at sustained rate s | unaccounted s (share) | = full load + connection tail + idle s "
+        "| us/req ELU duration / count | verdict |\n"
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     )
     rows = [
         f"| {r.server} | {r.load_generator} | {r.workload} | {r.connections} | {r.duration_req_per_s_reported:,.0f} "
         f"({r.duration_stop}) | {r.count_req_per_s_reported:,.0f} | {r.penalty_reported:.1%} "
         f"| {r.requests_completed:,.0f} / {r.requests_target:,} | {r.actual_s:.2f} | {r.expected_s:.2f} "
-        f"| {r.unaccounted_s:.2f} | {r.unaccounted_share:.1%} | {_num(r.last_response_s)} "
-        f"| {_num(r.first_connection_done_s)} | {r.us_per_req_elu_duration:.1f} / {r.us_per_req_elu_count:.1f} |"
+        f"| {r.unaccounted_s:.2f} ({r.unaccounted_share:.1%}) "
+        f"| {_num(r.full_load_s)} + {_num(r.connection_tail_s)} + {_num(r.idle_s)} "
+        f"| {r.us_per_req_elu_duration:.1f} / {r.us_per_req_elu_count:.1f} | {VERDICTS[r.verdict]} |"
         for r in table.itertuples()
     ]
     return [head, *rows]
@@ -124,54 +211,77 @@ def _num(value, fmt=".2f") -> str:
     return "n/a" if pd.isna(value) else f"{value:{fmt}}"
 
 
+def _row_sentence(r) -> str:
+    s = (
+        f"{r.server} {r.count_stop} ({r.load_generator}, {r.workload}, {r.connections} connections): "
+        f"{r.requests_completed:,.0f} of {r.requests_target:,} requests in {r.actual_s:.2f} s; at the "
+        f"{r.duration_req_per_s:,.0f} req/s of its {r.duration_stop} runs that is {r.expected_s:.2f} s, so "
+        f"{r.unaccounted_s:.2f} s ({r.unaccounted_share:.1%}) is unaccounted, against a {r.penalty_reported:.1%} "
+        f"penalty in the req/s the client reported"
+    )
+    if pd.notna(r.full_load_s):
+        s += (
+            f". Of it, {r.idle_s:.2f} s came after the last response with nothing in flight, "
+            f"{r.connection_tail_s:.2f} s while the connections finished their shares one by one (from "
+            f"{r.first_connection_done_s:.2f} s to {r.last_response_s:.2f} s), and {r.full_load_s:.2f} s in the "
+            f"full-load phase, which ran at {r.full_load_req_per_s:,.0f} req/s"
+        )
+    elif pd.notna(r.idle_s):
+        s += f"; {r.idle_s:.2f} s of the run came after its last response"
+    return s + f" ({VERDICTS[r.verdict]})."
+
+
 def stopping_paragraph(table: pd.DataFrame, cpu_model: str) -> str:
     """Plain words from the numbers: does the tail arithmetic explain the penalty here?"""
-    sentences = []
-    for r in table.itertuples():
-        s = (
-            f"{r.server} ({r.load_generator}, {r.workload}, {r.connections} connections) completed "
-            f"{r.requests_completed:,.0f} of {r.requests_target:,} requests in {r.actual_s:.2f} s; at the "
-            f"{r.duration_req_per_s:,.0f} req/s it sustained over {r.duration_stop} that is {r.expected_s:.2f} s, "
-            f"so {r.unaccounted_s:.2f} s ({r.unaccounted_share:.1%} of the run) is unaccounted, against a throughput "
-            f"penalty of {r.penalty_reported:.1%} in the req/s the client reported."
+    kinds = set(table["verdict"])
+    where = f"On this machine ({cpu_model})"
+    real = table[table["verdict"] != "noise"]
+    if kinds == {"noise"}:
+        head = (
+            f"**{where} there is no fixed-count penalty to explain**: the penalties "
+            f"({', '.join(f'{p:+.1%}' for p in table['penalty_reported'])}) are within the spread of the "
+            f"fixed-duration runs' own rates (up to {table['rate_spread'].max():.1%})."
         )
-        if not pd.isna(r.idle_after_last_s):
-            s += (
-                f" Of the {r.actual_s:.2f} s, the last response came at {r.last_response_s:.2f} s and the client "
-                f"then waited {r.idle_after_last_s:.2f} s with nothing in flight"
+    elif kinds <= {"tail", "noise"}:
+        head = (
+            f"**{where} the arithmetic explains the penalty**"
+            + (
+                f" where there is one ({', '.join(f'{r.server} {r.count_stop}' for r in real.itertuples())})"
+                if "noise" in kinds
+                else ""
             )
-            if not pd.isna(r.tail_s):
-                s += (
-                    f"; before that, {r.tail_s:.2f} s passed between the first connection finishing its share "
-                    f"({r.first_connection_done_s:.2f} s) and the last"
-                )
-            s += f". Timed to its last response, the run's penalty would be {r.penalty_to_last_response:.1%}."
-        sentences.append(s)
-    explained = table["explains"].all()
-    gaps = (table["unaccounted_share"] - table["penalty_reported"]).abs()
-    verdict = (
-        f"**On this machine ({cpu_model}) the arithmetic explains the penalty**: each unaccounted share is within "
-        f"{gaps.max():.1%} of its penalty (threshold {EXPLAINS_WITHIN:.0%})."
-        if explained
-        else f"**On this machine ({cpu_model}) the arithmetic does not explain the penalty** for "
-        + ", ".join(f"{r.server} ({r.count_stop})" for r in table[~table["explains"]].itertuples())
-        + f": the unaccounted share and the penalty differ by up to {gaps.max():.1%}."
-    )
-    idle = table["idle_after_last_s"].dropna()
-    if len(idle):
-        verdict += (
-            f" autocannon ends a fixed-count run only at its next once-a-second sample after the last response, "
-            f"and its req/s is the mean of those samples, a partial last second counting as a whole one: the idle "
-            f"wait ({idle.min():.2f}–{idle.max():.2f} s here) is part of the 'tail' and of the penalty, while the "
-            f"server did no work."
+            + ": the unaccounted share equals the penalty, and the unaccounted time is the tail (connections "
+            "finishing apart, then the wait for the client to stop); the full-load phase ran at the sustained rate, "
+            "within the fixed-duration runs' spread."
+        )
+    else:
+        head = (
+            f"**{where} the tail explains only part of the penalty**: "
+            + "; ".join(f"{r.server} {r.count_stop}: {VERDICTS[r.verdict]}" for r in table.itertuples())
+            + "."
+        )
+    parts = [head]
+    idle = table["idle_s"].dropna()
+    if len(idle) and (table["load_generator"] == "autocannon").any():
+        parts.append(
+            f"autocannon ends a fixed-count run only at its next once-a-second sample after the last response, and "
+            f"its req/s is the mean of those samples, a partial last second counting as a whole one; that idle wait "
+            f"({idle.min():.2f}–{idle.max():.2f} s here) is part of the penalty while the server does no work."
+        )
+    tails = (table["actual_s"] - table["first_connection_done_s"]).dropna()
+    if len(tails) > 1:
+        share = tails / table["actual_s"]
+        parts.append(
+            f"The tail lasts {tails.min():.2f}–{tails.max():.2f} s whatever the count, so its weight is set by the "
+            f"run's length: {share.min():.1%} to {share.max():.1%} of these runs ({table['actual_s'].min():.1f}–"
+            f"{table['actual_s'].max():.1f} s); the reference's 100,000-request runs lasted 4 to 7 s."
         )
     cost = table["us_per_req_elu_count"] / table["us_per_req_elu_duration"] - 1
-    verdict += (
-        f" Event-loop CPU per request, the headline figure, moved by {cost.min():+.1%} to {cost.max():+.1%} "
-        f"between fixed-count and fixed-duration runs"
-        + (" (within run-to-run noise)." if cost.abs().max() <= 0.05 else ".")
+    parts.append(
+        f"Event-loop CPU per request, the headline figure, differs by {cost.min():+.1%} to {cost.max():+.1%} "
+        f"between the fixed-count and fixed-duration runs."
     )
-    return " ".join([verdict, *sentences])
+    return " ".join([*parts, *(_row_sentence(r) for r in table.itertuples())])
 
 
 def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:

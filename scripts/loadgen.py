@@ -182,7 +182,7 @@ class Autocannon:
     def measure(self, timeout: float) -> dict:
         self._send(b"go\n")
         out = self.lines.read(timeout, "result")
-        finish = out.get("connection_finish_s") or None
+        finish = out.get("connection_finishes") or None
         return {
             "load": parse_autocannon(out["autocannon"]),
             "samples": int(out["autocannon"].get("samples", 0)) or None,
@@ -190,8 +190,9 @@ class Autocannon:
             "window_s": out["window_s"],
             "client_cpu_user_us": out["client_cpu_user_us"],
             "client_cpu_system_us": out["client_cpu_system_us"],
-            "first_connection_done_s": finish[0] if finish else None,
-            "last_response_s": finish[-1] if finish else None,
+            "first_connection_done_s": finish[0]["s"] if finish else None,
+            "responses_at_first_done": finish[0]["responses"] if finish else None,
+            "last_response_s": finish[-1]["s"] if finish else None,
         }
 
 
@@ -251,6 +252,7 @@ class _Program:
             "client_cpu_user_us": user_us,
             "client_cpu_system_us": system_us,
             "first_connection_done_s": None,
+            "responses_at_first_done": None,
             # ab stops at its last response, and its clock starts with its first request.
             "last_response_s": load["client_reported_duration_s"] if self.stop.rule == "count" else None,
         }

@@ -441,6 +441,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "requests_target": int(stop.value) if stop.rule == "count" else None,
         "last_response_s": out["last_response_s"],
         "first_connection_done_s": out["first_connection_done_s"],
+        "responses_at_first_done": out["responses_at_first_done"],
         "client_samples": out["samples"],
         "pool_size": opts.pool_size,
         "window_s": window_s,

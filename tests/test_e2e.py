@@ -184,7 +184,8 @@ def test_study_report_has_the_arithmetic_and_the_client_comparison(study: Path):
     assert row["unaccounted_s"] == pytest.approx(row["actual_s"] - row["expected_s"])
     text = (study / "reports" / "tiny-study" / "summary.md").read_text()
     assert "## Fixed duration against fixed count" in text and "## Load generators" in text
-    assert "the arithmetic explains the penalty" in text or "the arithmetic does not explain the penalty" in text
+    verdicts = ("the arithmetic explains", "does not explain every penalty", "no fixed-count penalty to explain")
+    assert any(v in text for v in verdicts) and "unaccounted" in text
     assert "For node-http on `empty`" not in text  # node-http is not in this study
     manifest = (study / "reports" / "tiny-study" / "all").read_text().split()
     for chart in ("stopping-rule", "load-generators"):

@@ -5,11 +5,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 import experiments
 import loadgen
 import metrics
-from conftest import FIXTURES, make_project, snakemake
+from conftest import FIXTURES, REPO, make_project, snakemake
 from records import RunError, check_load, parse_ab, parse_wrk
 
 # The reference benchmark's figures (another machine, point lookup, 50 connections).
@@ -129,72 +130,105 @@ def test_saturation_counts_the_cores_a_client_can_use():
     assert list(metrics.saturation(elu, cpu, capacity)) == ["client-bound", "io-bound", "client-bound", "server-bound"]
 
 
-def study_runs(count_window: float, last_response: float) -> pd.DataFrame:
-    """Two servers, three 10 s runs and three 10,000-request runs each, with known rates and times."""
+def study_runs(
+    count_window: float, last_response: float, first_done: float | None, spread: float = 0.0, full_load: float = 1.0
+) -> pd.DataFrame:
+    """Two servers, three 10 s runs and three 10,000-request runs each, with known rates and times.
+
+    Count-run times are multiples of the time 10,000 requests take at the sustained
+    (median) rate; the full-load phase runs at full_load x that rate; the duration
+    runs' rates are median x (1 - spread/2, 1, 1 + spread/2). first_done None: a
+    client that cannot tell when its connections finished.
+    """
     rows = []
-    for server, rate in (("express", 1000.0), ("fastify", 2000.0)):
-        for rep in (1, 2, 3):
-            rows.append(
-                {
-                    "workload": "point-lookup",
-                    "server": server,
-                    "connections": 50,
-                    "load_generator": "autocannon",
-                    "stopping_rule": "duration",
-                    "stop": "10s",
-                    "repetition": rep,
-                    "duration_s": 10.0,
-                    "requests_target": None,
-                    "requests": int(rate * 10),
-                    "window_s": 10.0,
-                    "client_req_per_s": rate,
-                    "client_reported_req_per_s": rate,
-                    "us_per_req_elu": 1e6 / rate,
-                    "elu_utilization": 1.0,
-                    "last_response_s": None,
-                    "first_connection_done_s": None,
-                }
-            )
-            took = 10_000 / rate * count_window
-            rows.append(
-                rows[-1]
-                | {
-                    "stopping_rule": "count",
-                    "stop": "10000req",
-                    "duration_s": None,
-                    "requests_target": 10_000,
-                    "requests": 10_000,
-                    "window_s": took,
-                    "client_req_per_s": 10_000 / took,
-                    "client_reported_req_per_s": 10_000 / took,
-                    "last_response_s": 10_000 / rate * last_response,
-                    "first_connection_done_s": 10_000 / rate * 0.95,
-                }
-            )
+    for server, median_rate in (("express", 1000.0), ("fastify", 2000.0)):
+        base = 10_000 / median_rate
+        for rep, factor in ((1, 1 - spread / 2), (2, 1.0), (3, 1 + spread / 2)):
+            rate = median_rate * factor
+            timed = {
+                "workload": "point-lookup",
+                "server": server,
+                "connections": 50,
+                "load_generator": "autocannon",
+                "stopping_rule": "duration",
+                "stop": "10s",
+                "repetition": rep,
+                "duration_s": 10.0,
+                "requests_target": None,
+                "requests": int(rate * 10),
+                "window_s": 10.0,
+                "client_req_per_s": rate,
+                "client_reported_req_per_s": rate,
+                "us_per_req_elu": 1e6 / rate,
+                "elu_utilization": 1.0,
+                "last_response_s": None,
+                "first_connection_done_s": None,
+                "responses_at_first_done": None,
+            }
+            took = base * count_window
+            t1 = None if first_done is None else base * first_done
+            counted = timed | {
+                "stopping_rule": "count",
+                "stop": "10000req",
+                "duration_s": None,
+                "requests_target": 10_000,
+                "requests": 10_000,
+                "window_s": took,
+                "client_req_per_s": 10_000 / took,
+                "client_reported_req_per_s": 10_000 / took,
+                "last_response_s": base * last_response,
+                "first_connection_done_s": t1,
+                "responses_at_first_done": None if t1 is None else round(median_rate * full_load * t1),
+            }
+            rows += [timed, counted]
     return pd.DataFrame(rows)
 
 
-def test_stopping_table_and_its_paragraph():
-    table = experiments.stopping_table(study_runs(count_window=1.25, last_response=1.05))
+def test_a_penalty_that_is_the_tail_is_explained():
+    # Full load at the sustained rate until 0.9, the last response at 1.05, the run ends at 1.25.
+    table = experiments.stopping_table(study_runs(count_window=1.25, last_response=1.05, first_done=0.9))
     assert list(table["server"]) == ["express", "fastify"]
     row = table.set_index("server").loc["fastify"]
     assert row["expected_s"] == pytest.approx(5.0) and row["actual_s"] == pytest.approx(6.25)
     assert row["unaccounted_share"] == pytest.approx(0.2) and row["penalty_reported"] == pytest.approx(0.2)
-    assert row["idle_after_last_s"] == pytest.approx(6.25 - 5.25)
-    assert row["penalty_to_last_response"] == pytest.approx(1 - 1 / 1.05)
+    # The parts add up to the unaccounted time: no full-load loss, the connection tail, the idle wait.
+    assert row["full_load_s"] == pytest.approx(0.0, abs=1e-3)
+    assert row["connection_tail_s"] == pytest.approx(0.25, abs=1e-3) and row["idle_s"] == pytest.approx(1.0)
+    assert set(table["verdict"]) == {"tail"}
     text = experiments.stopping_paragraph(table, "Test CPU")
     assert "the arithmetic explains the penalty" in text
-    assert "unaccounted" in text and "waited 1.00 s with nothing in flight" in text
+    assert "1.25 s (20.0%) is unaccounted" in text and "1.00 s came after the last response" in text
 
 
-def test_the_paragraph_says_when_the_arithmetic_does_not_explain():
-    runs = study_runs(count_window=1.25, last_response=1.05)
+def test_a_slower_full_load_phase_is_only_partly_the_tail():
+    table = experiments.stopping_table(study_runs(1.25, 1.05, 0.9, full_load=0.8))
+    row = table.set_index("server").loc["fastify"]
+    assert row["full_load_s"] == pytest.approx(0.9, abs=1e-3) and row["full_load_req_per_s"] == pytest.approx(1600)
+    assert row["full_load_s"] + row["connection_tail_s"] + row["idle_s"] == pytest.approx(row["unaccounted_s"])
+    assert set(table["verdict"]) == {"partly"}
+    assert "the tail explains only part of the penalty" in experiments.stopping_paragraph(table, "Test CPU")
+
+
+def test_a_penalty_within_the_duration_runs_spread_is_noise():
+    # Count runs 2 % slower, while the fixed-duration runs themselves spread by 10 %.
+    table = experiments.stopping_table(study_runs(1.02, 1.01, 1.0, spread=0.10))
+    assert set(table["verdict"]) == {"noise"}
+    assert "no fixed-count penalty to explain" in experiments.stopping_paragraph(table, "Test CPU")
+
+
+def test_a_client_that_cannot_tell_when_connections_finished_is_unsplit():
+    table = experiments.stopping_table(study_runs(1.25, 1.25, None))
+    assert set(table["verdict"]) == {"unsplit"} and table["full_load_s"].isna().all()
+
+
+def test_share_and_penalty_that_disagree_are_flagged():
+    runs = study_runs(count_window=1.25, last_response=1.05, first_done=0.9)
     # The client reports a req/s that its own counts and times do not support.
     counted = runs["stopping_rule"] == "count"
     runs.loc[counted, "client_reported_req_per_s"] = runs.loc[counted, "client_reported_req_per_s"] * 1.2
     table = experiments.stopping_table(runs)
-    assert not table["explains"].any()
-    assert "does not explain the penalty" in experiments.stopping_paragraph(table, "Test CPU")
+    assert set(table["verdict"]) == {"mismatch"}
+    assert "share and penalty disagree" in experiments.stopping_paragraph(table, "Test CPU")
 
 
 def test_bottleneck_paragraph_names_the_client_for_node_http_on_empty():
@@ -274,3 +308,9 @@ def test_a_missing_wrk_fails_at_once_with_the_install_line(tmp_path: Path):
     # It failed first: no measurement started, and the npm install had not run either.
     assert "[measure] start" not in res.stdout
     assert "rule install_node_packages:" not in res.stdout.split("[probe] FAILED")[0]
+
+
+def test_every_stopping_column_is_in_the_data_dictionary():
+    dictionary = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())["stopping"]
+    table = experiments.stopping_table(study_runs(1.25, 1.05, 0.9))
+    assert set(table.columns) == set(dictionary)

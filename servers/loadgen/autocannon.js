@@ -49,14 +49,17 @@ function run(stop, onResponse) {
   });
 }
 
-// For a fixed count: when each connection got its last response, seconds after t0.
+// For a fixed count: when each connection got its last response (seconds after t0)
+// and how many responses all connections had by then, in order of finishing.
 // autocannon ends a fixed-count run only at its next once-a-second sample tick after
-// the last connection finished, so these times say how long the work really took.
+// the last connection finished, so these say how long the work really took.
 function connectionClock(t0) {
   const last = new Map();
+  let total = 0;
   return {
-    onResponse: (client) => last.set(client, performance.now()),
-    finishTimes: () => [...last.values()].map((t) => (t - t0) / 1000).sort((a, b) => a - b),
+    onResponse: (client) => last.set(client, [performance.now(), ++total]),
+    finishes: () =>
+      [...last.values()].sort((a, b) => a[0] - b[0]).map(([t, n]) => ({ s: (t - t0) / 1000, responses: n })),
   };
 }
 
@@ -95,7 +98,7 @@ async function main() {
     autocannon: result,
     elu,
     window_s: Number(t1 - t0) / 1e9,
-    connection_finish_s: clock ? clock.finishTimes() : null,
+    connection_finishes: clock ? clock.finishes() : null,
     client_cpu_user_us: cpu.user,
     client_cpu_system_us: cpu.system,
   });

@@ -343,51 +343,98 @@ def clients_markdown(metrics: pd.DataFrame) -> list[str]:
     return [head, *rows]
 
 
+def held_back(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Cells where the client, not the server, set the pace, judged against the other clients.
+
+    A cell is held back when its server was not saturated (ELU below 95 %) while another
+    client drove the same server on the same workload and connections to more req/s,
+    with the two 95 % intervals apart: the server had room, this client did not use it.
+    The rule-based verdict (client CPU at 90 % of its cores) misses a client that limits
+    below that, e.g. through its per-request latency on a CPU it shares.
+    """
+    m = _str(metrics)
+    key = ["workload", "server", "connections"]
+    best = (
+        m.sort_values("req_per_s", ascending=False)
+        .drop_duplicates(key)[[*key, "load_generator", "req_per_s", "req_per_s_lo", "elu_utilization"]]
+        .rename(
+            columns={
+                "load_generator": "best_client",
+                "req_per_s": "best_req_per_s",
+                "req_per_s_lo": "best_req_per_s_lo",
+                "elu_utilization": "best_elu",
+            }
+        )
+    )
+    pairs = m[m["saturation"] != "server-bound"].merge(best, on=key)
+    return pairs[
+        (pairs["best_client"] != pairs["load_generator"]) & (pairs["best_req_per_s_lo"] > pairs["req_per_s_hi"])
+    ]
+
+
 def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
     """Which client, if any, limited each server; node-http on empty named first."""
     m = _str(metrics)
-    bound = m[m["saturation"] == "client-bound"]
-    node_empty = m[(m["server"] == "node-http") & (m["workload"] == "empty")]
+    back = held_back(m)
+
+    def describe(r) -> str:
+        return (
+            f"{r.load_generator} {r.req_per_s:,.0f} req/s at ELU {r.elu_utilization:.0%}, its own CPU "
+            f"{r.client_cpu_util:.2f} of {r.client_cpu_capacity:g} core(s) ({r.saturation})"
+        )
+
     parts = []
+    node_empty = m[(m["server"] == "node-http") & (m["workload"] == "empty")].sort_values("req_per_s")
     if len(node_empty):
-        limited = node_empty[node_empty["saturation"] == "client-bound"]
-        fastest = node_empty.sort_values("req_per_s", ascending=False).iloc[0]
-        if len(limited):
+        parts.append("node-http on `empty`: " + "; ".join(describe(r) for r in node_empty.itertuples()) + ".")
+        ruled = node_empty[node_empty["saturation"] == "client-bound"]
+        compared = back[(back["server"] == "node-http") & (back["workload"] == "empty")]
+        limiting = sorted(set(ruled["load_generator"]) | set(compared["load_generator"]))
+        if limiting:
+            why = [
+                f"{r.load_generator} left node-http's event loop at {r.elu_utilization:.0%} while {r.best_client} "
+                f"drove it to {r.best_elu:.0%} and {r.best_req_per_s / r.req_per_s - 1:.0%} more req/s"
+                for r in compared.itertuples()
+            ] + [f"{r.load_generator} used {r.client_cpu_util:.2f} of its cores" for r in ruled.itertuples()]
             parts.append(
-                "For node-http on `empty`, the bottleneck was the client: "
-                + "; ".join(
-                    f"{r.load_generator} used {r.client_cpu_util:.2f} of its {r.client_cpu_capacity:g} core(s) "
-                    f"while the server's event loop was busy {r.elu_utilization:.0%} ({r.req_per_s:,.0f} req/s)"
-                    for r in limited.itertuples()
-                )
+                f"**The bottleneck for node-http on `empty` was the client with {' and '.join(limiting)}**: "
+                + "; ".join(why)
                 + "."
             )
         else:
             parts.append(
-                "For node-http on `empty`, no client was the bottleneck by the verdict's rule (client CPU at 90 % "
-                "of what it can use)."
+                "**No client was the bottleneck for node-http on `empty`**: each drove its event loop to saturation "
+                "or as far as the best client did."
             )
-        parts.append(
-            f"The most node-http served on `empty` was {fastest.req_per_s:,.0f} req/s, with {fastest.load_generator} "
-            f"(ELU {fastest.elu_utilization:.0%})."
-        )
-    others = bound[~((bound["server"] == "node-http") & (bound["workload"] == "empty"))]
+    others = back[~((back["server"] == "node-http") & (back["workload"] == "empty"))]
     if len(others):
         parts.append(
-            "Other client-bound cells: "
-            + ", ".join(f"{r.workload}/{r.server} with {r.load_generator}" for r in others.itertuples())
+            "Elsewhere a client held the server back (another client drove it further, intervals apart) in: "
+            + ", ".join(
+                f"{r.workload}/{r.server} with {r.load_generator} ({r.req_per_s:,.0f} req/s against "
+                f"{r.best_req_per_s:,.0f} with {r.best_client})"
+                for r in others.itertuples()
+            )
             + "."
         )
-    io = m[m["saturation"] == "io-bound"]
+    ruled_others = m[(m["saturation"] == "client-bound") & ~((m["server"] == "node-http") & (m["workload"] == "empty"))]
+    if len(ruled_others):
+        parts.append(
+            "Client-bound by CPU: "
+            + ", ".join(f"{r.workload}/{r.server} with {r.load_generator}" for r in ruled_others.itertuples())
+            + "."
+        )
+    io = m[(m["saturation"] == "io-bound")]
+    io = io[
+        ~io.set_index(["workload", "server", "load_generator"]).index.isin(
+            back.set_index(["workload", "server", "load_generator"]).index
+        )
+    ]
     if len(io):
         parts.append(
-            "Neither the server's event loop nor the client was saturated in: "
-            + ", ".join(
-                f"{r.workload}/{r.server} with {r.load_generator} (ELU {r.elu_utilization:.0%}, client "
-                f"{r.client_cpu_util:.2f})"
-                for r in io.itertuples()
-            )
-            + "; there the database, or the client and database sharing CPUs, set the pace."
+            "Neither the server's event loop nor a client was the limit (io-bound) in: "
+            + ", ".join(f"{r.workload}/{r.server} with {r.load_generator}" for r in io.itertuples())
+            + "; there the database, sharing CPUs with the client, set the pace."
         )
     return " ".join(parts)
 

@@ -231,23 +231,43 @@ def test_share_and_penalty_that_disagree_are_flagged():
     assert "share and penalty disagree" in experiments.stopping_paragraph(table, "Test CPU")
 
 
-def test_bottleneck_paragraph_names_the_client_for_node_http_on_empty():
+def client_cells(autocannon_rps: float, autocannon_elu: float, autocannon_cpu: float) -> pd.DataFrame:
+    """node-http on empty under autocannon (as given) and wrk (14,000 req/s, ELU 98 %)."""
     cells = pd.DataFrame(
         {
             "workload": ["empty", "empty"],
             "server": ["node-http", "node-http"],
+            "connections": [50, 50],
             "load_generator": ["autocannon", "wrk"],
             "stop": ["10s", "10s"],
-            "req_per_s": [9000.0, 14000.0],
-            "elu_utilization": [0.7, 0.98],
-            "client_cpu_util": [0.99, 0.4],
+            "req_per_s": [autocannon_rps, 14000.0],
+            "elu_utilization": [autocannon_elu, 0.98],
+            "client_cpu_util": [autocannon_cpu, 0.4],
             "client_cpu_capacity": [1.0, 1.0],
-            "saturation": ["client-bound", "server-bound"],
         }
     )
-    text = experiments.bottleneck_paragraph(cells)
-    assert "the bottleneck was the client: autocannon used 0.99 of its 1 core(s)" in text
-    assert "14,000 req/s, with wrk" in text
+    return cells.assign(
+        req_per_s_lo=cells["req_per_s"] * 0.98,
+        req_per_s_hi=cells["req_per_s"] * 1.02,
+        saturation=metrics.saturation(cells["elu_utilization"], cells["client_cpu_util"], cells["client_cpu_capacity"]),
+    )
+
+
+def test_a_client_at_full_cpu_is_the_bottleneck():
+    text = experiments.bottleneck_paragraph(client_cells(9000.0, 0.7, 0.99))
+    assert "The bottleneck for node-http on `empty` was the client with autocannon" in text
+    assert "autocannon used 0.99 of its cores" in text
+
+
+def test_a_client_another_client_outran_is_the_bottleneck():
+    # autocannon used 0.85 of a core (under the 0.9 rule) but wrk drove the same server further.
+    text = experiments.bottleneck_paragraph(client_cells(12000.0, 0.9, 0.85))
+    assert "was the client with autocannon" in text and "wrk drove it to 98% and 17% more req/s" in text
+
+
+def test_no_client_is_the_bottleneck_when_all_saturate_the_server():
+    text = experiments.bottleneck_paragraph(client_cells(13900.0, 0.97, 0.6))
+    assert "No client was the bottleneck for node-http on `empty`" in text
 
 
 def experiment_config(matrix: str) -> str:

@@ -16,9 +16,12 @@ def _str(df: pd.DataFrame) -> pd.DataFrame:
 def stopping_rule(stopping: pd.DataFrame) -> alt.HConcatChart:
     """Left: reported req/s, fixed duration against fixed count. Right: where a count run's time went."""
     s = _str(stopping)
+    # One bar per rule: a duration row repeats for every count compared with it.
     rates = pd.concat(
         [
-            s.assign(rule="fixed " + s["duration_stop"], value=s["duration_req_per_s_reported"]),
+            s.assign(rule="fixed " + s["duration_stop"], value=s["duration_req_per_s_reported"]).drop_duplicates(
+                ["server", "rule"]
+            ),
             s.assign(rule="fixed " + s["count_stop"], value=s["count_req_per_s_reported"]),
         ]
     )
@@ -92,8 +95,9 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
     s = _str(stopping)
     s = s[s["server"].isin(set(timed["server"]))]
     if len(s):
+        counts = s.assign(label=s["server"] + " fixed " + s["count_stop"], x=timed["duration_s"].max())
         rule = (
-            alt.Chart(s.assign(label="fixed " + s["count_stop"]))
+            alt.Chart(counts)
             .mark_rule(strokeDash=[6, 4])
             .encode(
                 y="count_req_per_s_reported:Q",
@@ -101,7 +105,12 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
                 tooltip=["server", "label", alt.Tooltip("count_req_per_s_reported:Q", format=",.0f")],
             )
         )
-        layers.append(rule)
+        text = (
+            alt.Chart(counts)
+            .mark_text(align="right", dy=-6, fontSize=10)
+            .encode(x="x:Q", y="count_req_per_s_reported:Q", text="label:N", color=alt.Color("server:N", scale=scale))
+        )
+        layers += [rule, text]
     return alt.layer(*layers).properties(
         width=420, height=260, title="Duration sweep (dashed: the same server's fixed-count runs)"
     )

@@ -191,7 +191,7 @@ def verdict(row: dict) -> str:
 def stopping_markdown(table: pd.DataFrame) -> list[str]:
     head = (
         "| server | client | workload | conn | duration req/s | count req/s | penalty | requests done / asked "
-        "| took s | at sustained rate s | unaccounted s (share) | = full load + connection tail + idle s "
+        "| took s | at sustained rate s | unaccounted s (share) | of which: full load / connection tail / idle s "
         "| us/req ELU duration / count | verdict |\n"
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     )
@@ -200,7 +200,7 @@ def stopping_markdown(table: pd.DataFrame) -> list[str]:
         f"({r.duration_stop}) | {r.count_req_per_s_reported:,.0f} | {r.penalty_reported:.1%} "
         f"| {r.requests_completed:,.0f} / {r.requests_target:,} | {r.actual_s:.2f} | {r.expected_s:.2f} "
         f"| {r.unaccounted_s:.2f} ({r.unaccounted_share:.1%}) "
-        f"| {_num(r.full_load_s)} + {_num(r.connection_tail_s)} + {_num(r.idle_s)} "
+        f"| {_num(r.full_load_s)} / {_num(r.connection_tail_s)} / {_num(r.idle_s)} "
         f"| {r.us_per_req_elu_duration:.1f} / {r.us_per_req_elu_count:.1f} | {VERDICTS[r.verdict]} |"
         for r in table.itertuples()
     ]
@@ -261,6 +261,18 @@ def stopping_paragraph(table: pd.DataFrame, cpu_model: str) -> str:
             + "."
         )
     parts = [head]
+    split = real[real["full_load_s"].notna() & (real["unaccounted_s"] > 0)]
+    if len(split):
+        parts.append(
+            "Where there is a penalty, the unaccounted time splits into "
+            + "; ".join(
+                f"{r.server} {r.count_stop} ({r.penalty_reported:.1%}): {r.idle_s / r.unaccounted_s:.0%} the client's "
+                f"idle wait after the last response, {r.connection_tail_s / r.unaccounted_s:.0%} connections "
+                f"finishing apart, {r.full_load_s / r.unaccounted_s:.0%} a slower full-load phase"
+                for r in split.itertuples()
+            )
+            + " (medians of each part over the runs; per run the parts add up exactly)."
+        )
     idle = table["idle_s"].dropna()
     if len(idle) and (table["load_generator"] == "autocannon").any():
         parts.append(
@@ -343,6 +355,11 @@ def clients_markdown(metrics: pd.DataFrame) -> list[str]:
     return [head, *rows]
 
 
+# A cell this close to the verdict's lines is called out as being at the edge.
+EDGE_ELU = 0.96
+EDGE_CPU = 0.8
+
+
 def held_back(metrics: pd.DataFrame) -> pd.DataFrame:
     """Cells where the client, not the server, set the pace, judged against the other clients.
 
@@ -405,6 +422,24 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
             parts.append(
                 "**No client was the bottleneck for node-http on `empty`**: each drove its event loop to saturation "
                 "or as far as the best client did."
+            )
+        edge = node_empty[
+            (node_empty["saturation"] != "client-bound")
+            & (
+                (node_empty["elu_utilization"] < EDGE_ELU)
+                | (node_empty["client_cpu_util"] >= EDGE_CPU * node_empty["client_cpu_capacity"])
+            )
+        ]
+        if len(edge):
+            parts.append(
+                "Close to the edge: "
+                + "; ".join(
+                    f"{r.load_generator} (server ELU {r.elu_utilization:.1%}, client {r.client_cpu_util:.2f} of "
+                    f"{r.client_cpu_capacity:g} core(s))"
+                    for r in edge.itertuples()
+                )
+                + f", within a point of the 95 % ELU line or at {EDGE_CPU:.0%} of its cores: a noisier run could "
+                "tip it to client-limited."
             )
     others = back[~((back["server"] == "node-http") & (back["workload"] == "empty"))]
     if len(others):

@@ -138,6 +138,8 @@ def stopping_table(runs: pd.DataFrame) -> pd.DataFrame:
                 "connection_tail_s": med["connection_tail_s"],
                 "idle_s": med["idle_s"],
                 "full_load_req_per_s": med["full_load_req_per_s"],
+                "client_samples": _median(counted["client_samples"]),
+                "reported_is_count_per_sample": _count_per_sample(counted),
                 "us_per_req_elu_duration": float(timed["us_per_req_elu"].median()),
                 "us_per_req_elu_count": float(counted["us_per_req_elu"].median()),
                 "elu_duration": float(timed["elu_utilization"].median()),
@@ -148,6 +150,15 @@ def stopping_table(runs: pd.DataFrame) -> pd.DataFrame:
             row["verdict"] = verdict(row)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _count_per_sample(counted: pd.DataFrame) -> bool | None:
+    """True when every run's reported req/s is its count over its whole-second samples (autocannon's mean)."""
+    known = counted.dropna(subset=["client_samples"])
+    if known.empty:
+        return None
+    per_sample = known["requests"] / known["client_samples"].astype(float)
+    return bool(((known["client_reported_req_per_s"] - per_sample).abs() <= 1e-3 * per_sample + 1).all())
 
 
 # Per-run quantities whose medians the table reports.
@@ -272,6 +283,18 @@ def stopping_paragraph(table: pd.DataFrame, cpu_model: str) -> str:
                 for r in split.itertuples()
             )
             + " (medians of each part over the runs; per run the parts add up exactly)."
+        )
+    quantized = table[table["reported_is_count_per_sample"].fillna(False).astype(bool)]
+    if len(quantized):
+        parts.append(
+            "In every fixed-count run of "
+            + ", ".join(f"{r.server} {r.count_stop}" for r in quantized.itertuples())
+            + " the reported req/s is exactly the count divided by the whole seconds autocannon sampled (e.g. "
+            f"{quantized.iloc[-1]['requests_completed']:,.0f} / {quantized.iloc[-1]['client_samples']:.0f} = "
+            f"{quantized.iloc[-1]['requests_completed'] / quantized.iloc[-1]['client_samples']:,.0f}), so a run "
+            "that ends just past a whole second is charged the whole second. The reference's figures fit the same "
+            "rule: 100,000 / 4 s = 25,000 (it reported 25,001 for Fastify) and 100,000 / 7 s = 14,286 (14,285 for "
+            "Express)."
         )
     idle = table["idle_s"].dropna()
     if len(idle) and (table["load_generator"] == "autocannon").any():

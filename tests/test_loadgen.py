@@ -3,6 +3,7 @@
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -164,6 +165,7 @@ def study_runs(
                 "last_response_s": None,
                 "first_connection_done_s": None,
                 "responses_at_first_done": None,
+                "client_samples": 10,
             }
             took = base * count_window
             t1 = None if first_done is None else base * first_done
@@ -179,6 +181,7 @@ def study_runs(
                 "last_response_s": base * last_response,
                 "first_connection_done_s": t1,
                 "responses_at_first_done": None if t1 is None else round(median_rate * full_load * t1),
+                "client_samples": None,
             }
             rows += [timed, counted]
     return pd.DataFrame(rows)
@@ -198,6 +201,18 @@ def test_a_penalty_that_is_the_tail_is_explained():
     text = experiments.stopping_paragraph(table, "Test CPU")
     assert "the arithmetic explains the penalty" in text
     assert "1.25 s (20.0%) is unaccounted" in text and "1.00 s came after the last response" in text
+
+
+def test_a_reported_rate_of_count_over_whole_seconds_is_named():
+    runs = study_runs(count_window=1.25, last_response=1.05, first_done=0.9)
+    counted = runs["stopping_rule"] == "count"
+    # Like autocannon: 10,000 requests in 6.25 s sampled 7 times reports 10,000 / 7.
+    runs.loc[counted, "client_samples"] = np.ceil(runs.loc[counted, "window_s"])
+    runs.loc[counted, "client_reported_req_per_s"] = 10_000 / runs.loc[counted, "client_samples"]
+    table = experiments.stopping_table(runs)
+    assert table["reported_is_count_per_sample"].all()
+    assert "10,000 / 7 = 1,429" in experiments.stopping_paragraph(table, "Test CPU")
+    assert experiments.stopping_table(study_runs(1.25, 1.05, 0.9))["reported_is_count_per_sample"].isna().all()
 
 
 def test_a_slower_full_load_phase_is_only_partly_the_tail():

@@ -4,18 +4,14 @@ import altair as alt
 import pandas as pd
 
 from charts import server_scale
+from experiments import as_strings
 
 CLIENT_COLORS = {"autocannon": "#4c78a8", "wrk": "#f58518", "ab": "#54a24b"}
 
 
-def _str(df: pd.DataFrame) -> pd.DataFrame:
-    cats = [c for c in ("workload", "server", "load_generator", "stopping_rule", "stop", "saturation") if c in df]
-    return df.astype({c: str for c in cats})
-
-
 def stopping_rule(stopping: pd.DataFrame) -> alt.HConcatChart:
     """Left: reported req/s, fixed duration against fixed count. Right: where a count run's time went."""
-    s = _str(stopping)
+    s = as_strings(stopping)
     # One bar per rule: a duration row repeats for every count compared with it.
     rates = pd.concat(
         [
@@ -72,7 +68,7 @@ def stopping_rule(stopping: pd.DataFrame) -> alt.HConcatChart:
 
 def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart:
     """Reported req/s of every run against its fixed duration, with the medians joined; count runs as rules."""
-    r = _str(runs)
+    r = as_strings(runs)
     timed = r[r["stopping_rule"] == "duration"]
     swept = timed.groupby(["workload", "server", "connections", "load_generator"])["duration_s"].transform("nunique")
     timed = timed[swept >= 3]
@@ -92,7 +88,7 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
         .encode(x="duration_s:Q", y="client_reported_req_per_s:Q", color=alt.Color("server:N", scale=scale))
     )
     layers = [points, line]
-    s = _str(stopping)
+    s = as_strings(stopping)
     s = s[s["server"].isin(set(timed["server"]))]
     if len(s):
         counts = s.assign(label=s["server"] + " fixed " + s["count_stop"], x=timed["duration_s"].max())
@@ -117,8 +113,8 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
 
 
 def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
-    """Per workload: server req/s and the client's own CPU, one bar per load generator."""
-    m = _str(metrics)
+    """Per workload: server req/s, its ELU and the client's own CPU, one bar per load generator."""
+    m = as_strings(metrics)
     clients = [c for c in CLIENT_COLORS if c in set(m["load_generator"])]
     color = alt.Color(
         "load_generator:N",
@@ -128,11 +124,8 @@ def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
     base = alt.Chart(m).encode(
         x=alt.X("server:N", title=None), xOffset=alt.XOffset("load_generator:N", sort=clients), color=color
     )
-    return _by_workload(m, {"width": 220, "height": 180}, base)
-
-
-def _by_workload(m: pd.DataFrame, size: dict, base) -> alt.VConcatChart:
-    """One row of three panels per workload (facet cannot hold a concat)."""
+    size = {"width": 220, "height": 180}
+    # One row of three panels per workload (a facet cannot hold a concat).
     rows = []
     for workload in sorted(m["workload"].unique()):
         sub = base.transform_filter(alt.datum.workload == workload)

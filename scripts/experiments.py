@@ -67,8 +67,9 @@ def penalty(count_req_per_s: float, duration_req_per_s: float) -> float:
     return 1.0 - count_req_per_s / duration_req_per_s
 
 
-def _str(df: pd.DataFrame) -> pd.DataFrame:
-    cats = [c for c in ("workload", "server", "load_generator", "stopping_rule", "stop") if c in df]
+def as_strings(df: pd.DataFrame) -> pd.DataFrame:
+    """Categorical columns as plain strings, so they compare and concatenate like strings."""
+    cats = [c for c in ("workload", "server", "load_generator", "stopping_rule", "stop", "saturation") if c in df]
     return df.astype({c: str for c in cats})
 
 
@@ -78,7 +79,7 @@ def reference_durations(runs: pd.DataFrame) -> dict:
     The longest duration that every such group measured (the reference: 10 s for both
     servers, though Fastify alone also ran 20 s), else each group's own longest.
     """
-    runs = _str(runs)
+    runs = as_strings(runs)
     counted = runs[runs["stopping_rule"] == "count"][GROUP].drop_duplicates()
     timed = runs[runs["stopping_rule"] == "duration"]
     per_group = {
@@ -101,7 +102,7 @@ def stopping_table(runs: pd.DataFrame) -> pd.DataFrame:
     The arithmetic is done run by run against the fixed-duration runs' median rate,
     and each figure is the median over the count runs.
     """
-    runs = _str(runs)
+    runs = as_strings(runs)
     rows = []
     for key, duration in reference_durations(runs).items():
         mine = runs.merge(pd.DataFrame([dict(zip(GROUP, key, strict=True))]), on=GROUP)
@@ -321,7 +322,7 @@ def stopping_paragraph(table: pd.DataFrame, cpu_model: str) -> str:
 
 def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Cells measured at three or more fixed durations: req/s per duration (median, min, max)."""
-    runs = _str(runs)
+    runs = as_strings(runs)
     timed = runs[runs["stopping_rule"] == "duration"]
     swept = timed.groupby(GROUP)["duration_s"].transform("nunique") >= 3
     if not swept.any():
@@ -363,7 +364,7 @@ def sweep_markdown(sweep: pd.DataFrame) -> list[str]:
 
 def clients_markdown(metrics: pd.DataFrame) -> list[str]:
     """Per workload and server, each client's req/s, the server's ELU and the client's own CPU."""
-    m = _str(metrics).sort_values(["workload", "server", "load_generator"])
+    m = as_strings(metrics).sort_values(["workload", "server", "load_generator"])
     head = (
         "| workload | server | client | stop | req/s [95 % CI] | ELU | us/req ELU [CI] | client CPU (of cores) "
         "| p99 ms | verdict |\n|---|---|---|---|---:|---:|---:|---:|---:|---|"
@@ -392,7 +393,7 @@ def held_back(metrics: pd.DataFrame) -> pd.DataFrame:
     The rule-based verdict (client CPU at 90 % of its cores) misses a client that limits
     below that, e.g. through its per-request latency on a CPU it shares.
     """
-    m = _str(metrics)
+    m = as_strings(metrics)
     key = ["workload", "server", "connections"]
     best = (
         m.sort_values("req_per_s", ascending=False)
@@ -414,7 +415,7 @@ def held_back(metrics: pd.DataFrame) -> pd.DataFrame:
 
 def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
     """Which client, if any, limited each server; node-http on empty named first."""
-    m = _str(metrics)
+    m = as_strings(metrics)
     back = held_back(m)
 
     def describe(r) -> str:
@@ -498,7 +499,7 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
 
 
 def cells_markdown(metrics: pd.DataFrame) -> list[str]:
-    m = _str(metrics).sort_values(["workload", "server", "load_generator", "stopping_rule", "stop"])
+    m = as_strings(metrics).sort_values(["workload", "server", "load_generator", "stopping_rule", "stop"])
     head = (
         "| workload | server | conn | client | stop | runs | req/s [95 % CI] | ELU | us/req ELU | client CPU "
         "| verdict |\n"

@@ -69,16 +69,21 @@ def problems(client: str, rules: dict) -> list[str]:
     return found
 
 
-def program_version(client: str) -> str:
-    """The installed program's version line; RunError with the install instruction when it is missing."""
+def program_path(client: str) -> str:
+    """Where the client's program is; RunError with the install instruction when it is missing."""
     program = PROGRAMS[client]
     path = shutil.which(program)
     if path is None:
         raise RunError(
             f"load generator {client!r} is not installed ({program} is not on PATH): {CLIENTS[client]['install']}"
         )
+    return path
+
+
+def program_version(client: str) -> str:
+    """The installed program's version, e.g. '2.3' for ab."""
     flag = "-v" if client == "wrk" else "-V"
-    res = subprocess.run([path, flag], capture_output=True, text=True, timeout=10)
+    res = subprocess.run([program_path(client), flag], capture_output=True, text=True, timeout=10)
     return parse_version(client, res.stdout + res.stderr)
 
 
@@ -135,6 +140,10 @@ class Target:
     def url(self) -> str:
         return f"http://{self.host}:{self.port}{self.path}"
 
+    def http11_request(self) -> bytes:
+        """The request autocannon and wrk send (ab's differs)."""
+        return f"GET {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n\r\n".encode()
+
 
 class Autocannon:
     """autocannon in servers/loadgen/autocannon.js; the driver opens and closes the ELU window itself."""
@@ -162,7 +171,7 @@ class Autocannon:
         self.warmup_s = warmup_s
 
     def request_head(self) -> bytes:
-        return f"GET {self.target.path} HTTP/1.1\r\nHost: {self.target.host}:{self.target.port}\r\n\r\n".encode()
+        return self.target.http11_request()
 
     def _send(self, command: bytes) -> None:
         try:
@@ -205,9 +214,7 @@ class _Program:
         self.target, self.stop, self.warmup_s = target, stop, warmup_s
         self.open_window, self.close_window = elu_window
         self.stack = stack
-        self.program = shutil.which(PROGRAMS[self.name])
-        if self.program is None:
-            program_version(self.name)  # raises with the install instruction
+        self.program = program_path(self.name)
 
     def _run(self, args: list[str], timeout: float, what: str) -> tuple[str, float, int, int]:
         """Run the program pinned to the client's CPUs: (stdout, seconds, user us, system us)."""
@@ -267,7 +274,7 @@ class Wrk(_Program):
         self.threads = max(1, min(len(self.target.cpus), self.target.connections))
 
     def request_head(self) -> bytes:
-        return f"GET {self.target.path} HTTP/1.1\r\nHost: {self.target.host}:{self.target.port}\r\n\r\n".encode()
+        return self.target.http11_request()
 
     def args(self, stop: Stop) -> list[str]:
         return [

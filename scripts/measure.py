@@ -24,7 +24,7 @@ import loadgen
 import pgcluster
 import procs
 import provenance
-from loadgen import LineReader, Stop, tail  # noqa: F401  (LineReader, tail: used by tests and callers)
+from loadgen import Stop, tail
 from records import (
     WORKLOADS,
     RunError,
@@ -52,8 +52,8 @@ class Cell:
     workload: str
     connections: int
     repetition: int
-    load_generator: str = "autocannon"
-    stop: Stop = Stop("duration", 10.0)
+    load_generator: str
+    stop: Stop
 
     def label(self) -> str:
         client = f"{self.load_generator}-{self.stop.label}"
@@ -130,9 +130,8 @@ def get_json(port: int, path: str, expect_status: int = 200):
         raise RunError(f"GET {path} answered a body that is not JSON: {body[:200]!r}") from None
 
 
-def raw_answer_size(port: int, path: str, request: bytes | None = None, timeout: float = 5.0) -> int:
+def raw_answer_size(port: int, path: str, request: bytes, timeout: float = 5.0) -> int:
     """Bytes on the wire (status line, headers, body) of one answer to the request the load generator sends."""
-    request = request or f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(request)
         data = b""

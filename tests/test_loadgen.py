@@ -8,11 +8,14 @@ import pandas as pd
 import pytest
 import yaml
 
-import experiments
-import loadgen
-import metrics
 from conftest import FIXTURES, REPO, make_project, snakemake
-from records import RunError, check_load, parse_ab, parse_wrk
+from nodebench.analysis import experiments, metrics
+from nodebench.catalogue import clients
+from nodebench.harness import loadgen
+from nodebench.harness.errors import RunError
+from nodebench.harness.parsers import parse_ab, parse_wrk
+from nodebench.harness.verify import check_load
+from nodebench.render import experiment_report
 
 # The reference benchmark's figures (another machine, point lookup, 50 connections).
 REFERENCE = {
@@ -95,25 +98,25 @@ def test_parse_ab_refused_is_an_error():
     ],
 )
 def test_rules_a_client_cannot_do_are_named(client, rules, phrase):
-    assert any(phrase in p for p in loadgen.problems(client, rules))
+    assert any(phrase in p for p in clients.problems(client, rules))
 
 
 def test_rules_a_client_can_do_pass():
-    assert loadgen.problems("autocannon", {"duration": [10], "count": [100000]}) == []
-    assert loadgen.problems("wrk", {"duration": [10], "count": []}) == []
-    assert loadgen.problems("ab", {"count": [30000]}) == []
+    assert clients.problems("autocannon", {"duration": [10], "count": [100000]}) == []
+    assert clients.problems("wrk", {"duration": [10], "count": []}) == []
+    assert clients.problems("ab", {"count": [30000]}) == []
 
 
 @pytest.mark.parametrize("label", ["10s", "2.5s", "100000req"])
 def test_stop_labels_round_trip(label):
-    assert loadgen.Stop.parse(label).label == label
+    assert clients.Stop.parse(label).label == label
 
 
 def test_program_versions_are_parsed():
-    assert loadgen.parse_version("wrk", "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer") == (
+    assert clients.parse_version("wrk", "wrk debian/4.1.0-3+b2 [epoll] Copyright (C) 2012 Will Glozer") == (
         "debian/4.1.0-3+b2"
     )
-    assert loadgen.parse_version("ab", "This is ApacheBench, Version 2.3 <$Revision: 1903618 $>\n") == "2.3"
+    assert clients.parse_version("ab", "This is ApacheBench, Version 2.3 <$Revision: 1903618 $>\n") == "2.3"
 
 
 def test_a_missing_program_names_its_package(monkeypatch):
@@ -198,7 +201,7 @@ def test_a_penalty_that_is_the_tail_is_explained():
     assert row["full_load_s"] == pytest.approx(0.0, abs=1e-3)
     assert row["connection_tail_s"] == pytest.approx(0.25, abs=1e-3) and row["idle_s"] == pytest.approx(1.0)
     assert set(table["verdict"]) == {"tail"}
-    text = experiments.stopping_paragraph(table, "Test CPU")
+    text = experiment_report.stopping_paragraph(table, "Test CPU")
     assert "the arithmetic explains the penalty" in text
     assert "1.25 s (20.0%) is unaccounted" in text and "1.00 s came after the last response" in text
 
@@ -211,7 +214,7 @@ def test_a_reported_rate_of_count_over_whole_seconds_is_named():
     runs.loc[counted, "client_reported_req_per_s"] = 10_000 / runs.loc[counted, "client_samples"]
     table = experiments.stopping_table(runs)
     assert table["reported_is_count_per_sample"].all()
-    assert "10,000 / 7 = 1,429" in experiments.stopping_paragraph(table, "Test CPU")
+    assert "10,000 / 7 = 1,429" in experiment_report.stopping_paragraph(table, "Test CPU")
     assert experiments.stopping_table(study_runs(1.25, 1.05, 0.9))["reported_is_count_per_sample"].isna().all()
 
 
@@ -221,14 +224,14 @@ def test_a_slower_full_load_phase_is_only_partly_the_tail():
     assert row["full_load_s"] == pytest.approx(0.9, abs=1e-3) and row["full_load_req_per_s"] == pytest.approx(1600)
     assert row["full_load_s"] + row["connection_tail_s"] + row["idle_s"] == pytest.approx(row["unaccounted_s"])
     assert set(table["verdict"]) == {"partly"}
-    assert "the tail explains only part of the penalty" in experiments.stopping_paragraph(table, "Test CPU")
+    assert "the tail explains only part of the penalty" in experiment_report.stopping_paragraph(table, "Test CPU")
 
 
 def test_a_penalty_within_the_duration_runs_spread_is_noise():
     # Count runs 2 % slower, while the fixed-duration runs themselves spread by 10 %.
     table = experiments.stopping_table(study_runs(1.02, 1.01, 1.0, spread=0.10))
     assert set(table["verdict"]) == {"noise"}
-    assert "no fixed-count penalty to explain" in experiments.stopping_paragraph(table, "Test CPU")
+    assert "no fixed-count penalty to explain" in experiment_report.stopping_paragraph(table, "Test CPU")
 
 
 def test_a_client_that_cannot_tell_when_connections_finished_is_unsplit():
@@ -243,7 +246,7 @@ def test_share_and_penalty_that_disagree_are_flagged():
     runs.loc[counted, "client_reported_req_per_s"] = runs.loc[counted, "client_reported_req_per_s"] * 1.2
     table = experiments.stopping_table(runs)
     assert set(table["verdict"]) == {"mismatch"}
-    assert "share and penalty disagree" in experiments.stopping_paragraph(table, "Test CPU")
+    assert "share and penalty disagree" in experiment_report.stopping_paragraph(table, "Test CPU")
 
 
 def client_cells(autocannon_rps: float, autocannon_elu: float, autocannon_cpu: float) -> pd.DataFrame:
@@ -269,19 +272,19 @@ def client_cells(autocannon_rps: float, autocannon_elu: float, autocannon_cpu: f
 
 
 def test_a_client_at_full_cpu_is_the_bottleneck():
-    text = experiments.bottleneck_paragraph(client_cells(9000.0, 0.7, 0.99))
+    text = experiment_report.bottleneck_paragraph(client_cells(9000.0, 0.7, 0.99))
     assert "The bottleneck for node-http on `empty` was the client with autocannon" in text
     assert "autocannon used 0.99 of its cores" in text
 
 
 def test_a_client_another_client_outran_is_the_bottleneck():
     # autocannon used 0.85 of a core (under the 0.9 rule) but wrk drove the same server further.
-    text = experiments.bottleneck_paragraph(client_cells(12000.0, 0.9, 0.85))
+    text = experiment_report.bottleneck_paragraph(client_cells(12000.0, 0.9, 0.85))
     assert "was the client with autocannon" in text and "wrk drove it to 98% and 17% more req/s" in text
 
 
 def test_no_client_is_the_bottleneck_when_all_saturate_the_server():
-    text = experiments.bottleneck_paragraph(client_cells(13900.0, 0.97, 0.6))
+    text = experiment_report.bottleneck_paragraph(client_cells(13900.0, 0.97, 0.6))
     assert "No client was the bottleneck for node-http on `empty`" in text
 
 

@@ -1,16 +1,16 @@
 """Metrics on small hand-made tables where the right answer is known."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-import aggregate
-import charts
-import index_page
-import metrics
-import summary
 from conftest import REPO
+from nodebench.analysis import aggregate, metrics
+from nodebench.render import charts, markdown, page, theme
+from nodebench.render.chart_list import CHART_LIST
 from synthetic import synthetic_records
 
 RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
@@ -148,33 +148,48 @@ def test_every_metrics_column_is_in_the_data_dictionary():
 
 
 @pytest.fixture(scope="module")
-def synthetic_metrics() -> pd.DataFrame:
-    records = synthetic_records(list(charts.SERVER_COLORS), ["empty", "point-lookup", "list"], [10, 50, 200], 3)
-    return metrics.compute_metrics(aggregate.to_frame(records, RUN_SCHEMA))
+def synthetic_runs() -> pd.DataFrame:
+    records = synthetic_records(list(theme.SERVER_COLORS), ["empty", "point-lookup", "list"], [10, 50, 200], 3)
+    return aggregate.to_frame(records, RUN_SCHEMA)
 
 
-@pytest.mark.parametrize("name", list(charts.CHARTS))
+@pytest.fixture(scope="module")
+def synthetic_metrics(synthetic_runs) -> pd.DataFrame:
+    return metrics.compute_metrics(synthetic_runs)
+
+
+MATRIX_CHARTS = [name for name, spec in CHART_LIST.items() if spec.kind == "matrix"]
+
+
+def test_every_chart_in_the_list_has_a_drawing_function():
+    assert set(charts.CHARTS) == set(CHART_LIST)
+
+
+@pytest.mark.parametrize("name", MATRIX_CHARTS)
 def test_every_chart_renders_to_png_svg_and_offline_html(name, synthetic_metrics, tmp_path):
-    chart = charts.CHARTS[name](synthetic_metrics)
-    png, svg, html = tmp_path / "c.png", tmp_path / "c.svg", tmp_path / "c.html"
-    charts.save(chart, str(png), str(svg), str(html))
+    chart = charts.CHARTS[name]({"metrics": synthetic_metrics})
+    png, svg, html, spec = (tmp_path / f"c.{e}" for e in ("png", "svg", "html", "vl.json"))
+    charts.save(chart, str(png), str(svg), str(html), str(spec))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in svg.read_text()
-    page = html.read_text()
-    assert "vegaEmbed" in page and "cdn.jsdelivr" not in page and "<script src=" not in page
+    text = html.read_text()
+    assert "vegaEmbed" in text and "cdn.jsdelivr" not in text and "<script src=" not in text
+    assert json.loads(spec.read_text())["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
 
 
 def test_charts_use_fixed_server_colours(synthetic_metrics):
     spec = charts.ratio_vs_express(synthetic_metrics).to_dict()
     scale = spec["layer"][0]["encoding"]["color"]["scale"]
-    assert dict(zip(scale["domain"], scale["range"], strict=True))["express"] == charts.SERVER_COLORS["express"]
+    assert dict(zip(scale["domain"], scale["range"], strict=True))["express"] == theme.SERVER_COLORS["express"]
 
 
-def test_index_page_inlines_everything(synthetic_metrics):
-    specs = {name: fn(synthetic_metrics).to_dict() for name, fn in charts.CHARTS.items()}
-    page = index_page.render(specs, synthetic_metrics, "# Summary\n\nMeasured on X.\n", "/* bundle */")
-    assert page.count('class="chart"') == len(specs)
-    assert "not-bound" in page and "<script src=" not in page
+def test_index_page_inlines_everything(synthetic_runs, synthetic_metrics):
+    specs = {name: charts.CHARTS[name]({"metrics": synthetic_metrics}).to_dict() for name in MATRIX_CHARTS}
+    html = page.render(specs, synthetic_runs, synthetic_metrics, "# Summary\n", "/* bundle */")
+    assert html.count('class="chart"') == len(specs)
+    assert "not-bound" in html and "<script src=" not in html
+    # The page names the machine from the runs themselves, not from a line of summary.md.
+    assert markdown.machine_line(synthetic_runs) in html
 
 
 def test_ratios_across_cpu_models_are_flagged_and_warned():
@@ -182,6 +197,6 @@ def test_ratios_across_cpu_models_are_flagged_and_warned():
     got = metrics.compute_metrics(mixed).set_index(["workload", "server"])
     assert bool(got.loc[("empty", "fastify"), "mixed_cpu_models_vs_express"])
     assert not bool(got.loc[("empty", "node-http"), "mixed_cpu_models_vs_express"])
-    warning = summary.cpu_model_warning(got.reset_index())
+    warning = markdown.cpu_model_warning(got.reset_index())
     assert "different CPU models" in warning and "empty/fastify c50" in warning and "Other CPU" in warning
-    assert summary.cpu_model_warning(metrics.compute_metrics(EXPRESS_FASTIFY)) == ""
+    assert markdown.cpu_model_warning(metrics.compute_metrics(EXPRESS_FASTIFY)) == ""

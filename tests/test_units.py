@@ -7,15 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-import aggregate
-import manifest
-import measure
-import metrics
-import procs
-import records
-import seed
-import summary
+import list_outputs
 from conftest import FIXTURES, REPO
+from nodebench.analysis import aggregate, metrics
+from nodebench.harness import database, errors, parsers, procs, record, seed, verify
+from nodebench.render import markdown
 from synthetic import synthetic_records
 
 RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
@@ -26,31 +22,31 @@ def autocannon_fixture(name: str) -> dict:
 
 
 def test_parse_clean_autocannon_output():
-    load = records.parse_autocannon(autocannon_fixture("clean"))
+    load = parsers.parse_autocannon(autocannon_fixture("clean"))
     assert load["requests"] == 5700 and load["responses_2xx"] == 5700
     assert load["errors"] == load["timeouts"] == load["non2xx"] == 0
     assert load["bytes"] == 2553600
     assert load["latency_p99_ms"] == 8.0
     assert load["status_counts"] == {"200": 5700}
-    records.check_load(load)
+    verify.check_load(load)
 
 
 def test_non_2xx_output_fails_with_counts_per_status():
-    load = records.parse_autocannon(autocannon_fixture("non2xx"))
-    with pytest.raises(records.RunError, match=r"264 non-2xx responses \(264 x HTTP 503\)"):
-        records.check_load(load)
+    load = parsers.parse_autocannon(autocannon_fixture("non2xx"))
+    with pytest.raises(errors.RunError, match=r"264 non-2xx responses \(264 x HTTP 503\)"):
+        verify.check_load(load)
 
 
 def test_connection_errors_fail_with_their_count():
-    load = records.parse_autocannon(autocannon_fixture("refused"))
-    with pytest.raises(records.RunError, match=r"saw 5302 errors"):
-        records.check_load(load)
+    load = parsers.parse_autocannon(autocannon_fixture("refused"))
+    with pytest.raises(errors.RunError, match=r"saw 5302 errors"):
+        verify.check_load(load)
 
 
 def test_zero_requests_is_not_a_result():
     load = {"requests": 0, "errors": 0, "timeouts": 0, "non2xx": 0}
-    with pytest.raises(records.RunError, match="no requests"):
-        records.check_load(load)
+    with pytest.raises(errors.RunError, match="no requests"):
+        verify.check_load(load)
 
 
 @pytest.mark.parametrize(
@@ -59,16 +55,16 @@ def test_zero_requests_is_not_a_result():
 )
 def test_database_counter_must_match_the_requests_the_server_saw(queries, server_requests, per_request, ok):
     if ok:
-        records.check_database(queries, server_requests, per_request)
+        verify.check_database(queries, server_requests, per_request)
     else:
-        with pytest.raises(records.RunError, match=f"ran {queries} workload queries for the {server_requests}"):
-            records.check_database(queries, server_requests, per_request)
+        with pytest.raises(errors.RunError, match=f"ran {queries} workload queries for the {server_requests}"):
+            verify.check_database(queries, server_requests, per_request)
 
 
 def test_every_response_must_have_the_verified_size():
-    records.check_bytes(4500, 10, 450)
-    with pytest.raises(records.RunError, match="received 4490 bytes in 10 responses, but the verified answer is 450"):
-        records.check_bytes(4490, 10, 450)
+    verify.check_bytes(4500, 10, 450)
+    with pytest.raises(errors.RunError, match="received 4490 bytes in 10 responses, but the verified answer is 450"):
+        verify.check_bytes(4490, 10, 450)
 
 
 def test_derive_cpu_per_request_pairs_the_server_window_with_its_requests():
@@ -83,7 +79,7 @@ def test_derive_cpu_per_request_pairs_the_server_window_with_its_requests():
         "wall_ms": 2000.0,
         "requests": 20_000,
     }
-    d = records.derive(load, 1.995, elu)
+    d = record.derive(load, 1.995, elu)
     assert d["req_per_s"] == 10_000
     assert d["client_req_per_s"] == pytest.approx(10_000)
     assert d["us_per_req_elu"] == pytest.approx(50.0)  # 0.5 * 1e6 / 10,000 = 1,000 ms active / 20,000
@@ -93,8 +89,8 @@ def test_derive_cpu_per_request_pairs_the_server_window_with_its_requests():
 
 @pytest.mark.parametrize("u", [0.0, 1.2, -0.1])
 def test_implausible_elu_is_rejected(u):
-    with pytest.raises(records.RunError, match="outside"):
-        records.check_elu({"utilization": u, "wall_ms": 1000.0})
+    with pytest.raises(errors.RunError, match="outside"):
+        verify.check_elu({"utilization": u, "wall_ms": 1000.0})
 
 
 def test_cpu_split_never_uses_fixed_ids():
@@ -106,7 +102,7 @@ def test_cpu_split_never_uses_fixed_ids():
 
 
 def test_lockfile_versions_come_from_the_lockfile():
-    versions = records.lockfile_versions(REPO / "servers/package-lock.json")
+    versions = record.lockfile_versions(REPO / "servers/package-lock.json")
     lock = json.loads((REPO / "servers/package-lock.json").read_text())["packages"]
     assert versions["express_version"] == lock["node_modules/express"]["version"]
     assert versions["fastify_version"].startswith("5.")
@@ -168,7 +164,7 @@ def test_summary_renders_tables_marks_and_machine():
     records = synthetic_records(["node-http", "express", "fastify"], ["empty", "point-lookup"], [10, 50], 3)
     runs = aggregate.to_frame(records, RUN_SCHEMA)
     cells = metrics.compute_metrics(runs)
-    text = summary.render(runs, cells, metrics.geomean_scores(cells), datetime(2026, 1, 2, tzinfo=UTC))
+    text = markdown.render(runs, cells, metrics.geomean_scores(cells), datetime(2026, 1, 2, tzinfo=UTC))
     assert "Measured on Synthetic CPU" in text and "Node.js v20.0.0" in text and "Generated 2026-01-02" in text
     assert "## empty" in text and "## point-lookup" in text and "## Framework share" in text and "## Score" in text
     # The synthetic ELU is 0.6 at 10 connections: those cells are marked as not server-bound.
@@ -178,13 +174,13 @@ def test_summary_renders_tables_marks_and_machine():
 
 
 def test_summary_interval_formatting():
-    assert summary.ci(4209.4, 3754.0, 4310.2) == "4,209 [3,754–4,310]"
-    assert summary.ci(4.2, 4.2, 4.2, ".2f", "x") == "4.20x"
-    assert summary.ci(float("nan"), 1, 2) == "n/a"
+    assert markdown.ci(4209.4, 3754.0, 4310.2) == "4,209 [3,754–4,310]"
+    assert markdown.ci(4.2, 4.2, 4.2, ".2f", "x") == "4.20x"
+    assert markdown.ci(float("nan"), 1, 2) == "n/a"
 
 
 def test_manifest_is_sorted_and_unique():
-    assert manifest.manifest_lines(["b", "a", "b"]) == ["a", "b"]
+    assert list_outputs.manifest_lines(["b", "a", "b"]) == ["a", "b"]
 
 
 def test_config_schema_describes_every_key():
@@ -200,16 +196,16 @@ def test_config_schema_describes_every_key():
 
 
 def test_server_request_count_must_match_the_client():
-    records.check_server_requests(1050, 1000, 50)
-    records.check_server_requests(1000, 1000, 50)
-    with pytest.raises(records.RunError, match="received 1051 requests"):
-        records.check_server_requests(1051, 1000, 50)
-    with pytest.raises(records.RunError, match="received 999 requests"):
-        records.check_server_requests(999, 1000, 50)
+    verify.check_server_requests(1050, 1000, 50)
+    verify.check_server_requests(1000, 1000, 50)
+    with pytest.raises(errors.RunError, match="received 1051 requests"):
+        verify.check_server_requests(1051, 1000, 50)
+    with pytest.raises(errors.RunError, match="received 999 requests"):
+        verify.check_server_requests(999, 1000, 50)
 
 
 def test_dsn_environment_maps_every_key_and_keeps_pg_variables():
-    env = measure.dsn_environment(
+    env = database.dsn_environment(
         "host=db.example port=5433 dbname=bench user=app sslmode=require",
         {"PGPASSWORD": "s3cret", "HOME": "/h", "X": "1"},
     )
@@ -222,12 +218,12 @@ def test_dsn_environment_maps_every_key_and_keeps_pg_variables():
         "PGPASSWORD": "s3cret",
         "HOME": "/h",
     }
-    with pytest.raises(records.RunError, match="'target_session_attrs'"):
-        measure.dsn_environment("host=x target_session_attrs=any", {})
+    with pytest.raises(errors.RunError, match="'target_session_attrs'"):
+        database.dsn_environment("host=x target_session_attrs=any", {})
 
 
 def test_redacted_dsn_drops_the_password():
-    assert "s3cret" not in measure.redacted_dsn("host=x user=u password=s3cret dbname=d")
+    assert "s3cret" not in database.redacted_dsn("host=x user=u password=s3cret dbname=d")
 
 
 def test_free_ports_are_distinct():
@@ -239,5 +235,5 @@ def test_free_ports_are_distinct():
 def test_machine_line_names_every_commit_and_version():
     records = synthetic_records(["node-http", "express"], ["empty"], [10], 2)
     records[0]["pipeline_commit"], records[0]["node_version"] = "aaa111", "v22.0.0"
-    line = summary.machine_line(aggregate.to_frame(records, RUN_SCHEMA))
+    line = markdown.machine_line(aggregate.to_frame(records, RUN_SCHEMA))
     assert "aaa111, synthetic" in line and "v20.0.0, v22.0.0" in line

@@ -17,16 +17,15 @@ sys.path[:0] = [str(REPO / "scripts"), str(HERE.parent)]
 
 import yaml  # noqa: E402
 
-import aggregate  # noqa: E402
-import charts  # noqa: E402
-import index_page  # noqa: E402
-import metrics  # noqa: E402
-import summary  # noqa: E402
+from nodebench.analysis import aggregate, metrics  # noqa: E402
+from nodebench.render import charts, markdown, page  # noqa: E402
+from nodebench.render.chart_list import CHART_LIST  # noqa: E402
 from synthetic import synthetic_records  # noqa: E402
 
 SERVERS = ["node-http", "express", "express-lean", "fastify", "fastify-schema"]
 WORKLOADS = ["empty", "point-lookup", "list", "write"]
 REPETITIONS = 4
+MATRIX_CHARTS = [name for name, spec in CHART_LIST.items() if spec.kind == "matrix"]
 
 
 def main(total: int) -> None:
@@ -56,18 +55,19 @@ def main(total: int) -> None:
 
         t = time.perf_counter()
         specs = {}
-        for name, fn in charts.CHARTS.items():
-            chart = fn(cells)
-            charts.save(chart, str(tmp / f"{name}.png"), str(tmp / f"{name}.svg"), str(tmp / f"{name}.html"))
+        for name in MATRIX_CHARTS:
+            chart = charts.CHARTS[name]({"metrics": cells})
+            files = [str(tmp / f"{name}.{ext}") for ext in ("png", "svg", "html", "vl.json")]
+            charts.save(chart, *files)
             specs[name] = chart.to_dict()
         timings["charts (4 x PNG, SVG, HTML)"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        text = summary.render(runs, cells, scores, datetime.now(UTC))
-        page = index_page.render(specs, cells, text, charts.vega_bundle())
+        text = markdown.render(runs, cells, scores, datetime.now(UTC))
+        html = page.render(specs, runs, cells, text, page.vega_bundle())
         timings["summary and index page"] = time.perf_counter() - t
 
-    print(f"{len(records):,} run records, {len(cells):,} cells, {len(page):,}-byte index page")
+    print(f"{len(records):,} run records, {len(cells):,} cells, {len(html):,}-byte index page")
     for stage, seconds in timings.items():
         print(f"  {stage:<48} {seconds:7.2f} s")
     print(f"  {'total':<48} {sum(timings.values()):7.2f} s  (target: 30 s or less)")

@@ -1,22 +1,11 @@
 rule aggregate_runs:
     input:
-        records=run_records(),
+        records=lambda wc: scope_records(wc.scope),
         schema="workflow/schemas/run-record.schema.yaml",
+        code=code("aggregate_runs.py"),
     output:
-        runs="data/runs.parquet",
+        runs="data/{scope}/runs.parquet",
     log:
-        "data/logs/aggregate_runs.log",
+        "data/logs/aggregate_runs/{scope}.log",
     script:
-        "../../scripts/aggregate.py"
-
-
-rule aggregate_workload_runs:
-    input:
-        records=lambda wc: workload_records(wc.workload),
-        schema="workflow/schemas/run-record.schema.yaml",
-    output:
-        runs="data/by-workload/{workload}/runs.parquet",
-    log:
-        "data/logs/aggregate_workload_runs/{workload}.log",
-    script:
-        "../../scripts/aggregate.py"
+        "../../scripts/aggregate_runs.py"

@@ -3,14 +3,21 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
-import loadgen  # noqa: E402  (the clients and what each can do)
-from records import WORKLOADS as KNOWN_WORKLOADS  # noqa: E402
+from nodebench import codegraph  # noqa: E402
+from nodebench.catalogue.clients import CLIENTS, PROGRAMS, Stop, problems  # noqa: E402
+from nodebench.catalogue.workloads import (
+    FRAMEWORK_ONLY,
+    WORKLOADS as CATALOGUE,
+)  # noqa: E402
+from nodebench.render.chart_list import CHART_LIST, EXTENSIONS  # noqa: E402
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
 # Shared code in servers/ that is not a server configuration; names with other
 # characters (eslint.config.js, _base.js) are never configurations either.
 NOT_SERVERS = {"contract"}
 SERVER_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+# Directories under data/ that are not scopes.
+DATA_DIRS = {"runs", "logs", "database", "toolchain"}
 
 
 def available_servers():
@@ -42,10 +49,10 @@ for _name, _experiment in EXPERIMENTS.items():
 def check_experiments():
     """Names that cannot clash with other targets, and stopping rules each client can do."""
     for name, experiment in EXPERIMENTS.items():
-        if name in ("overall", *KNOWN_WORKLOADS):
+        if name in ("overall", *CATALOGUE, *DATA_DIRS):
             raise WorkflowError(
-                f"config key 'experiments' has an experiment named {name!r}, which is also a workload or "
-                "scope name; rename it"
+                f"config key 'experiments' has an experiment named {name!r}, which is also a workload, scope or "
+                "data directory name; rename it"
             )
         for i, matrix in enumerate(experiment["matrices"]):
             where = f"experiments.{name}.matrices[{i}]"
@@ -58,7 +65,7 @@ def check_experiments():
                     f"config {where} has no stopping rule: give durations_s, counts or both"
                 )
             for client in matrix["load_generators"]:
-                bad = loadgen.problems(client, rules)
+                bad = problems(client, rules)
                 if bad:
                     raise WorkflowError(f"config {where}: {'; '.join(bad)}")
 
@@ -79,7 +86,7 @@ def check_pool_fits():
 
 check_pool_fits()
 
-# Measurement jobs never overlap on one machine: each takes the one unit of 'bench'.
+# Measurements never overlap on one machine: each takes the one unit of 'bench'.
 # The default profile sets the same limit; this keeps it when no profile is used.
 if "bench" not in workflow.global_resources:
     workflow.register_resource("bench", 1)
@@ -90,37 +97,15 @@ TEMPLATE = "data/database/template"
 NODE_MODULES = "servers/node_modules/.nodebench-installed"
 
 
-ALL_SERVERS = sorted(
-    {
-        *config["servers"],
-        *(s for e in EXPERIMENTS.values() for m in e["matrices"] for s in m["servers"]),
-    }
-)
-ALL_WORKLOADS = sorted(
-    {
-        *config["workloads"],
-        *(
-            w
-            for e in EXPERIMENTS.values()
-            for m in e["matrices"]
-            for w in m["workloads"]
-        ),
-    }
-)
+def code(script):
+    """A rule's code inputs: the nodebench modules its entry script imports, transitively."""
+    return list(codegraph.python_modules(f"scripts/{script}"))
 
 
-wildcard_constraints:
-    server="|".join(map(re.escape, ALL_SERVERS)),
-    workload="|".join(map(re.escape, ALL_WORKLOADS)),
-    connections=r"\d+",
-    rep=r"\d+",
-    loadgen="|".join(loadgen.CLIENTS),
-    stop=r"\d+(\.\d+)?s|\d+req",
-    experiment="|".join(map(re.escape, EXPERIMENTS)) or "(?!)",
-
+# --- The cells: the main matrix and the experiments ---------------------------------
 
 # The main matrix: autocannon for duration_s seconds.
-MAIN_STOP = loadgen.Stop("duration", config["duration_s"]).label
+MAIN_STOP = Stop("duration", config["duration_s"]).label
 
 
 def record_path(workload, server, connections, client, stop, rep):
@@ -136,19 +121,14 @@ def cells():
                     yield workload, server, connections, "autocannon", MAIN_STOP, rep
 
 
-def run_records():
-    """Paths of all run records the configured matrix produces."""
-    return [record_path(*cell) for cell in cells()]
-
-
 def experiment_cells(name):
     """Every cell of an experiment, each once even where matrices overlap."""
     experiment = EXPERIMENTS[name]
     reps = experiment.get("repetitions", config["repetitions"])
     seen = {}
     for m in experiment["matrices"]:
-        stops = [loadgen.Stop("duration", d).label for d in m.get("durations_s", [])]
-        stops += [loadgen.Stop("count", n).label for n in m.get("counts", [])]
+        stops = [Stop("duration", d).label for d in m.get("durations_s", [])]
+        stops += [Stop("count", n).label for n in m.get("counts", [])]
         for workload in m["workloads"]:
             for server in m["servers"]:
                 for connections in m["connections"]:
@@ -161,26 +141,46 @@ def experiment_cells(name):
     return list(seen)
 
 
-def experiment_records(name):
-    return [record_path(*cell) for cell in experiment_cells(name)]
+ALL_CELLS = [*cells(), *(c for e in EXPERIMENTS for c in experiment_cells(e))]
+
+
+wildcard_constraints:
+    server="|".join(map(re.escape, sorted({c[1] for c in ALL_CELLS}))),
+    workload="|".join(map(re.escape, sorted({c[0] for c in ALL_CELLS}))),
+    connections=r"\d+",
+    rep=r"\d+",
+    loadgen="|".join(CLIENTS),
+    stop=r"\d+(\.\d+)?s|\d+req",
 
 
 def measure_inputs(wildcards):
-    """Only this cell's server file plus what every server shares."""
+    """This cell's files only: its server and what that server loads, its workload's and its client's files."""
+    server = f"servers/{wildcards.server}.js"
+    client = CLIENTS[wildcards.loadgen]
     inputs = {
-        "server": f"servers/{wildcards.server}.js",
-        "contract": "servers/contract.js",
-        "fixture": "servers/fixtures/static-user.json",
-        "driver": "servers/loadgen/autocannon.js",
-        "lua": "servers/loadgen/wrk-report.lua",
+        "server": server,
+        "server_files": list(codegraph.js_files(server)),
         "lockfile": "servers/package-lock.json",
         "node_modules": NODE_MODULES,
         "database": DATABASE_INFO,
+        "run_schema": "workflow/schemas/run-record.schema.yaml",
+        "code": code("measure_run.py"),
     }
+    fixture = CATALOGUE[wildcards.workload].answer_fixture
+    if fixture:
+        inputs["fixture"] = f"servers/fixtures/{fixture}"
+    if client.files:
+        inputs["client_file"] = client.files[0]
+        inputs["client_files"] = [
+            f
+            for path in client.files
+            if path.endswith(".js")
+            for f in codegraph.js_files(path)
+        ]
     if EMBEDDED:
         inputs["template"] = TEMPLATE
-    if wildcards.loadgen in loadgen.PROGRAMS:
-        inputs["client"] = f"data/toolchain/{wildcards.loadgen}.json"
+    if client.program:
+        inputs["client_probe"] = f"data/toolchain/{wildcards.loadgen}.json"
     return inputs
 
 
@@ -189,70 +189,66 @@ def database_params():
     return {k: config["database"][k] for k in ("dsn", "run_as", "settings")}
 
 
-# --- Scopes: "overall" is every workload; a workload name is that workload alone ---
+# --- Scopes: the whole matrix ("overall"), one workload, or one experiment -----------
+
 WORKLOADS = list(config["workloads"])
-SCOPES = ["overall", *WORKLOADS]
-CHART_NAMES = [
-    "cpu-per-request",
-    "connection-sweep",
-    "framework-share",
-    "ratio-vs-express",
-]
-CHART_EXTS = ["png", "svg", "html", "vl.json"]
+SCOPES = ["overall", *WORKLOADS, *EXPERIMENTS]
 
 
 wildcard_constraints:
     scope="|".join(map(re.escape, SCOPES)),
-    chart="|".join(CHART_NAMES),
+    chart="|".join(CHART_LIST),
 
 
-def workload_records(workload):
-    """Records a workload's own figures need: its cells, plus the empty cells its share model uses."""
-    needed = {workload, "empty"} & set(WORKLOADS)
-    return [record_path(*cell) for cell in cells() if cell[0] in needed]
-
-
-def scope_runs(scope):
-    return (
-        "data/runs.parquet"
-        if scope == "overall"
-        else f"data/by-workload/{scope}/runs.parquet"
-    )
-
-
-def scope_metrics(scope):
-    return (
-        "data/metrics.parquet"
-        if scope == "overall"
-        else f"data/by-workload/{scope}/metrics.parquet"
-    )
-
-
-def scope_scores(scope):
-    return (
-        "data/scores.parquet"
-        if scope == "overall"
-        else f"data/by-workload/{scope}/scores.parquet"
-    )
-
-
-def scope_summary(scope):
-    return "reports/summary.md" if scope == "overall" else f"reports/{scope}/summary.md"
+def scope_records(scope):
+    """The run records a scope reports."""
+    if scope in EXPERIMENTS:
+        found = experiment_cells(scope)
+    else:
+        found = [c for c in cells() if scope == "overall" or c[0] == scope]
+    return [record_path(*c) for c in found]
 
 
 def scope_workloads(scope):
-    return WORKLOADS if scope == "overall" else [scope]
+    """The workloads a scope's metrics keep (None: every workload it measured)."""
+    return [scope] if scope in WORKLOADS else None
+
+
+def reference_runs(wildcards):
+    """A single workload's share models need the framework-only workload's runs beside its own."""
+    scope = wildcards.scope
+    if scope in WORKLOADS and scope != FRAMEWORK_ONLY and FRAMEWORK_ONLY in WORKLOADS:
+        return [f"data/{FRAMEWORK_ONLY}/runs.parquet"]
+    return []
+
+
+def experiment_charts(name):
+    """Charts an experiment gets, from what its matrices measure."""
+    matrices = EXPERIMENTS[name]["matrices"]
+    charts = []
+    if any(m.get("counts") and m.get("durations_s") for m in matrices):
+        charts.append("stopping-rule")
+    if any(len(m.get("durations_s", [])) >= 3 for m in matrices):
+        charts.append("duration-sweep")
+    if len({c for m in matrices for c in m["load_generators"]}) > 1:
+        charts.append("load-generators")
+    return charts
 
 
 def scope_chart_names(scope):
     """Charts drawn for a scope; the connection sweep only where a workload has several levels."""
-    swept = any(
-        len(config["workloads"][w]["connections"]) > 1 for w in scope_workloads(scope)
-    )
-    return [c for c in CHART_NAMES if c != "connection-sweep" or swept]
+    if scope in EXPERIMENTS:
+        return experiment_charts(scope)
+    workloads = WORKLOADS if scope == "overall" else [scope]
+    swept = any(len(config["workloads"][w]["connections"]) > 1 for w in workloads)
+    return [
+        name
+        for name, spec in CHART_LIST.items()
+        if spec.kind == "matrix" and (name != "connection-sweep" or swept)
+    ]
 
 
-def scope_charts(scope, exts=CHART_EXTS):
+def scope_charts(scope, exts=EXTENSIONS):
     return [
         f"reports/{scope}/charts/{c}.{e}"
         for c in scope_chart_names(scope)
@@ -260,16 +256,27 @@ def scope_charts(scope, exts=CHART_EXTS):
     ]
 
 
+def chart_tables(wildcards):
+    """The scope's tables this chart is drawn from."""
+    return {
+        t: f"data/{wildcards.scope}/{t}.parquet"
+        for t in CHART_LIST[wildcards.chart].tables
+    }
+
+
+def summary_inputs(wildcards):
+    scope = wildcards.scope
+    tables = ["runs", "metrics", "stopping" if scope in EXPERIMENTS else "scores"]
+    return {t: f"data/{scope}/{t}.parquet" for t in tables}
+
+
 def scope_outputs(scope):
-    """Everything a scope's `all` manifest lists."""
-    records = run_records() if scope == "overall" else workload_records(scope)
-    extra = ["reports/index.html"] if scope == "overall" else []
+    """Everything a scope's manifest lists."""
+    tables = ["runs", "metrics", "stopping" if scope in EXPERIMENTS else "scores"]
     return [
-        *records,
-        scope_runs(scope),
-        scope_metrics(scope),
-        scope_scores(scope),
-        scope_summary(scope),
+        *scope_records(scope),
+        *(f"data/{scope}/{t}.parquet" for t in tables),
+        f"reports/{scope}/summary.md",
+        f"reports/{scope}/index.html",
         *scope_charts(scope),
-        *extra,
     ]

@@ -3,8 +3,7 @@ if EMBEDDED:
     rule build_database_template:
         input:
             schema="sql/schema.sql",
-            seed="scripts/seed.py",
-            modules=["scripts/pgcluster.py", "scripts/procs.py"],
+            code=code("build_database_template.py"),
         output:
             template=directory(TEMPLATE),
             info=DATABASE_INFO,
@@ -14,15 +13,14 @@ if EMBEDDED:
             rows=config["database"]["rows"],
             run_as=config["database"]["run_as"],
         script:
-            "../../scripts/build_template.py"
+            "../../scripts/build_database_template.py"
 
 else:
 
     rule prepare_external_database:
         input:
             schema="sql/schema.sql",
-            seed="scripts/seed.py",
-            modules=["scripts/build_template.py"],
+            code=code("prepare_external_database.py"),
         output:
             info=DATABASE_INFO,
         log:

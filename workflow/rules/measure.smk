@@ -1,15 +1,6 @@
 rule measure_run:
     input:
         unpack(measure_inputs),
-        run_schema="workflow/schemas/run-record.schema.yaml",
-        # measure.py's own modules: a change to any of them can change a figure.
-        modules=[
-            "scripts/records.py",
-            "scripts/procs.py",
-            "scripts/pgcluster.py",
-            "scripts/provenance.py",
-            "scripts/loadgen.py",
-        ],
     output:
         record="data/runs/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.json",
     log:
@@ -24,6 +15,5 @@ rule measure_run:
         scratch_dir=config["scratch_dir"],
         allow_shared_cpu=config["allow_shared_cpu"],
         database=database_params(),
-        repo=workflow.basedir,
     script:
-        "../../scripts/measure.py"
+        "../../scripts/measure_run.py"

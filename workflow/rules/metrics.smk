@@ -1,22 +1,29 @@
 rule compute_metrics:
     input:
-        runs="data/runs.parquet",
+        runs="data/{scope}/runs.parquet",
+        reference=reference_runs,
+        code=code("compute_metrics.py"),
     output:
-        metrics="data/metrics.parquet",
-        scores="data/scores.parquet",
+        metrics="data/{scope}/metrics.parquet",
+        scores="data/{scope}/scores.parquet",
     log:
-        "data/logs/compute_metrics.log",
+        "data/logs/compute_metrics/{scope}.log",
+    params:
+        workloads=lambda wc: scope_workloads(wc.scope),
     script:
-        "../../scripts/metrics.py"
+        "../../scripts/compute_metrics.py"
 
 
-rule compute_workload_metrics:
+# Only experiments have fixed-count runs to set against fixed-duration ones.
+rule compute_stopping:
     input:
-        runs="data/by-workload/{workload}/runs.parquet",
+        runs="data/{experiment}/runs.parquet",
+        code=code("compute_stopping.py"),
     output:
-        metrics="data/by-workload/{workload}/metrics.parquet",
-        scores="data/by-workload/{workload}/scores.parquet",
+        stopping="data/{experiment}/stopping.parquet",
     log:
-        "data/logs/compute_workload_metrics/{workload}.log",
+        "data/logs/compute_stopping/{experiment}.log",
+    wildcard_constraints:
+        experiment="|".join(map(re.escape, EXPERIMENTS)) or "(?!)",
     script:
-        "../../scripts/metrics.py"
+        "../../scripts/compute_stopping.py"

@@ -1,59 +1,50 @@
 rule write_summary:
     input:
-        runs="data/runs.parquet",
-        metrics="data/metrics.parquet",
-        scores="data/scores.parquet",
+        unpack(summary_inputs),
+        code=code("write_summary.py"),
     output:
-        summary="reports/summary.md",
+        summary="reports/{scope}/summary.md",
     log:
-        "data/logs/write_summary/overall.log",
+        "data/logs/write_summary/{scope}.log",
+    params:
+        description=lambda wc: EXPERIMENTS.get(wc.scope, {}).get("description", ""),
     script:
-        "../../scripts/summary.py"
-
-
-rule write_workload_summary:
-    input:
-        runs="data/by-workload/{workload}/runs.parquet",
-        metrics="data/by-workload/{workload}/metrics.parquet",
-        scores="data/by-workload/{workload}/scores.parquet",
-    output:
-        summary="reports/{workload}/summary.md",
-    log:
-        "data/logs/write_summary/{workload}.log",
-    script:
-        "../../scripts/summary.py"
+        "../../scripts/write_summary.py"
 
 
 rule build_index_page:
     input:
-        specs=scope_charts("overall", exts=["vl.json"]),
-        metrics="data/metrics.parquet",
-        summary="reports/summary.md",
+        specs=lambda wc: scope_charts(wc.scope, exts=["vl.json"]),
+        runs="data/{scope}/runs.parquet",
+        metrics="data/{scope}/metrics.parquet",
+        summary="reports/{scope}/summary.md",
+        code=code("build_index_page.py"),
     output:
-        page="reports/index.html",
+        page="reports/{scope}/index.html",
     log:
-        "data/logs/build_index_page.log",
+        "data/logs/build_index_page/{scope}.log",
     script:
-        "../../scripts/index_page.py"
+        "../../scripts/build_index_page.py"
 
 
 rule list_outputs:
     input:
-        lambda wc: scope_outputs("overall"),
+        outputs=lambda wc: scope_outputs(wc.scope),
+        code=code("list_outputs.py"),
+    output:
+        manifest="reports/{scope}/all",
+    log:
+        "data/logs/list_outputs/{scope}.log",
+    script:
+        "../../scripts/list_outputs.py"
+
+
+# reports/all, the top target: the whole matrix's manifest.
+use rule list_outputs as list_all_outputs with:
+    input:
+        outputs=scope_outputs("overall"),
+        code=code("list_outputs.py"),
     output:
         manifest="reports/all",
     log:
-        "data/logs/list_outputs/overall.log",
-    script:
-        "../../scripts/manifest.py"
-
-
-rule list_workload_outputs:
-    input:
-        lambda wc: scope_outputs(wc.workload),
-    output:
-        manifest="reports/{workload}/all",
-    log:
-        "data/logs/list_outputs/{workload}.log",
-    script:
-        "../../scripts/manifest.py"
+        "data/logs/list_outputs/all.log",

@@ -14,12 +14,14 @@ rule install_node_packages:
 # one checks for it first (high priority, so it runs before any measurement) and fails
 # at once with the install instruction when it is missing. The file records its version.
 rule probe_load_generator:
+    input:
+        code=code("probe_load_generator.py"),
     output:
         "data/toolchain/{loadgen}.json",
     log:
         "data/logs/probe_load_generator/{loadgen}.log",
     wildcard_constraints:
-        loadgen="|".join(loadgen.PROGRAMS),
+        loadgen="|".join(PROGRAMS),
     priority: 100
     script:
         "../../scripts/probe_load_generator.py"

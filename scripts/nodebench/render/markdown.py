@@ -1,11 +1,12 @@
 """summary.md: the reference benchmark's tables, regenerated from the metrics (and the runs' provenance)."""
 
-from datetime import UTC, datetime
-from pathlib import Path
+from datetime import datetime
 
 import pandas as pd
 
-from charts import WORKLOAD_ORDER, headline
+from nodebench.analysis.metrics import headline
+from nodebench.catalogue.thresholds import CONFIDENCE, NOISY_CV, SERVER_BOUND_ELU, pct
+from nodebench.catalogue.workloads import FRAMEWORK_ONLY, ordered
 
 MARK_NOT_BOUND = "†"
 MARK_NOISY = "~"
@@ -21,14 +22,14 @@ def ci(value: float, lo: float, hi: float, fmt: str = ",.0f", suffix: str = "") 
 
 
 def marks(row) -> str:
-    """† when the cell was not server-bound, ~ when its repetitions varied by more than 5 %."""
+    """† when the cell was not server-bound, ~ when its repetitions varied by more than NOISY_CV."""
     return ("" if row.saturation == "server-bound" else MARK_NOT_BOUND) + (MARK_NOISY if row.noisy else "")
 
 
 def cell_table(cells: pd.DataFrame) -> str:
     """One row per server and connection count: throughput, ELU, CPU per request, latency, ratios."""
     head = (
-        "| server | conn | req/s [95 % CI] | ELU | us/req ELU [CI] | us/req CPU | p50 ms | p99 ms "
+        f"| server | conn | req/s [{pct(CONFIDENCE)} CI] | ELU | us/req ELU [CI] | us/req CPU | p50 ms | p99 ms "
         "| vs express [CI] | vs node-http | verdict |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     )
@@ -108,25 +109,27 @@ def cpu_model_warning(metrics: pd.DataFrame) -> str:
 def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime) -> str:
     """The whole summary document."""
     present = set(metrics["workload"].astype(str))
-    order = [w for w in WORKLOAD_ORDER if w in present] + sorted(present - set(WORKLOAD_ORDER))
+    order = ordered(present)
     parts = [
         "# Summary",
         "",
         machine_line(runs),
         "",
         *([cpu_model_warning(metrics), ""] if cpu_model_warning(metrics) else []),
-        "Medians over repetitions with 95 % bootstrap intervals. us/req ELU = ELU x 1e6 / req/s, the event-loop "
+        f"Medians over repetitions with {pct(CONFIDENCE)} bootstrap intervals. "
+        "us/req ELU = ELU x 1e6 / req/s, the event-loop "
         "CPU each request cost; us/req CPU is process CPU (also GC and thread-pool work). vs express and vs "
         "node-http = req/s relative to that server in the same workload and connection count. "
-        f"{MARK_NOT_BOUND} = not server-bound (ELU below 95 %): that req/s says more about the client or the "
-        f"database than about the framework. {MARK_NOISY} = noisy (coefficient of variation over 5 %).",
+        f"{MARK_NOT_BOUND} = not server-bound (ELU below {pct(SERVER_BOUND_ELU)}): "
+        "that req/s says more about the client or the "
+        f"database than about the framework. {MARK_NOISY} = noisy (coefficient of variation over {pct(NOISY_CV)}).",
     ]
     for workload in order:
         cells = metrics[metrics["workload"] == workload].sort_values(
             ["connections", "req_per_s"], ascending=[True, False]
         )
         parts += ["", f"## {workload}", "", cell_table(cells)]
-    if "empty" in present:
+    if FRAMEWORK_ONLY in present:
         parts += [
             "",
             "## Framework share of the request's CPU",
@@ -142,11 +145,3 @@ def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, gene
         parts += [score_table(scores)]
     parts += ["", f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs.", ""]
     return "\n".join(parts)
-
-
-if __name__ == "__main__" and "snakemake" in globals():
-    sm = snakemake  # noqa: F821
-    runs = pd.read_parquet(sm.input.runs)
-    text = render(runs, pd.read_parquet(sm.input.metrics), pd.read_parquet(sm.input.scores), datetime.now(UTC))
-    Path(sm.output.summary).write_text(text)
-    Path(sm.log[0]).write_text(f"summary of {len(runs)} runs -> {sm.output.summary}\n")

@@ -4,17 +4,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from nodebench.catalogue.thresholds import (
+    CLIENT_BOUND_CPU,
+    CONFIDENCE,
+    HEADLINE_CONNECTIONS,
+    NOISY_CV,
+    RESAMPLES,
+    SERVER_BOUND_ELU,
+)
+
 # A cell: what was measured and how the load was made. stop is the rule with its
 # value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
 CELL = ["workload", "server", "connections", "load_generator", "stopping_rule", "stop"]
 # Cells that are compared with each other differ only in the server.
 PEERS = [c for c in CELL if c != "server"]
 FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
-CONFIDENCE = 0.95
-RESAMPLES = 2000
-NOISY_CV = 0.05
-SERVER_BOUND_ELU = 0.95
-CLIENT_BOUND_CPU = 0.90
 BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
 
 
@@ -96,8 +100,9 @@ def cell_table(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def saturation(elu: pd.Series, client_cpu: pd.Series, capacity: pd.Series | float = 1.0) -> pd.Series:
-    """server-bound when ELU >= 0.95; else client-bound when the load generator used >= 90 % of the
-    CPU it can use (its threads, at most its CPUs: one core for autocannon and ab); else io-bound."""
+    """server-bound when ELU >= SERVER_BOUND_ELU; else client-bound when the load generator used at least
+    CLIENT_BOUND_CPU of the CPU it can use (its threads, at most its CPUs: one core for autocannon and ab);
+    else io-bound."""
     verdict = np.where(
         elu >= SERVER_BOUND_ELU,
         "server-bound",
@@ -211,11 +216,8 @@ def geomean_scores(metrics: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-if __name__ == "__main__" and "snakemake" in globals():
-    sm = snakemake  # noqa: F821
-    runs = pd.read_parquet(sm.input.runs)
-    metrics = compute_metrics(runs)
-    metrics.to_parquet(sm.output.metrics, index=False)
-    geomean_scores(metrics).to_parquet(sm.output.scores, index=False)
-    with open(sm.log[0], "w") as log:
-        print(f"{len(runs)} runs -> {len(metrics)} cells", file=log)
+def headline(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per workload, the cells at the connection count closest to 50 (the reference's headline)."""
+    m = metrics.assign(_dist=(metrics["connections"] - HEADLINE_CONNECTIONS).abs())
+    best = m.groupby("workload", observed=True)["_dist"].transform("min")
+    return m[m["_dist"] == best].drop(columns="_dist")

@@ -1,12 +1,13 @@
 """reports/index.html: every chart and table on one page that works without a network."""
 
+import functools
 import html
 import json
-from pathlib import Path
 
 import pandas as pd
+import vl_convert
 
-from charts import vega_bundle
+from nodebench.render.markdown import cpu_model_warning, machine_line
 
 TABLE_COLUMNS = {
     "workload": "workload",
@@ -57,7 +58,13 @@ def metrics_table(metrics: pd.DataFrame) -> str:
     return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def render(specs: dict[str, dict], metrics: pd.DataFrame, summary_md: str, bundle: str) -> str:
+@functools.cache
+def vega_bundle() -> str:
+    """Vega, Vega-Lite and Vega-Embed as one script (vl-convert builds it; slow, so once per process)."""
+    return vl_convert.javascript_bundle()
+
+
+def render(specs: dict[str, dict], runs: pd.DataFrame, metrics: pd.DataFrame, summary_md: str, bundle: str) -> str:
     """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart."""
     divs = "\n".join(
         f'<h2>{html.escape(name)}</h2><div class="chart" id="chart-{i}"></div>' for i, name in enumerate(specs)
@@ -68,18 +75,15 @@ def render(specs: dict[str, dict], metrics: pd.DataFrame, summary_md: str, bundl
         f'.catch((e) => {{ document.getElementById("chart-{i}").textContent = "chart failed: " + e; }});'
         for i, spec in enumerate(specs.values())
     )
-    warnings = "".join(
-        f'<p class="warning">{html.escape(line.replace("**", ""))}</p>'
-        for line in summary_md.splitlines()
-        if line.startswith("**Warning")
-    )
+    warning = cpu_model_warning(metrics)
+    warnings = f'<p class="warning">{html.escape(warning.replace("**", ""))}</p>' if warning else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>Node.js frameworks against PostgreSQL</title>
 <style>{STYLE}</style>
 <script>{bundle}</script>
 </head><body>
 <h1>Node.js frameworks against PostgreSQL</h1>
-<p>{html.escape(summary_md.splitlines()[2] if len(summary_md.splitlines()) > 2 else "")}</p>
+<p>{html.escape(machine_line(runs))}</p>
 {warnings}
 {divs}
 <h2>All cells</h2>
@@ -91,11 +95,3 @@ def render(specs: dict[str, dict], metrics: pd.DataFrame, summary_md: str, bundl
 </script>
 </body></html>
 """
-
-
-if __name__ == "__main__" and "snakemake" in globals():
-    sm = snakemake  # noqa: F821
-    charts = {Path(p).name.removesuffix(".vl.json"): json.loads(Path(p).read_text()) for p in sm.input.specs}
-    page = render(charts, pd.read_parquet(sm.input.metrics), Path(sm.input.summary).read_text(), vega_bundle())
-    Path(sm.output.page).write_text(page)
-    Path(sm.log[0]).write_text(f"{len(charts)} charts -> {sm.output.page} ({len(page):,} bytes)\n")

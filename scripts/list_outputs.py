@@ -1,4 +1,4 @@
-"""reports/all: one line per file the run produced."""
+"""list_outputs: a scope's manifest, one line per file the run produced."""
 
 from pathlib import Path
 
@@ -8,8 +8,11 @@ def manifest_lines(paths) -> list[str]:
     return sorted({str(Path(p)) for p in paths})
 
 
-if __name__ == "__main__" and "snakemake" in globals():
-    sm = snakemake  # noqa: F821
-    lines = manifest_lines(list(sm.input))
+def main(sm) -> None:
+    lines = manifest_lines(list(sm.input.outputs))
     Path(sm.output.manifest).write_text("\n".join(lines) + "\n")
     Path(sm.log[0]).write_text(f"{len(lines)} files listed in {sm.output.manifest}\n")
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821

@@ -1,7 +1,7 @@
-"""The load generators a cell can use (autocannon, wrk, ab) behind one interface, and stopping rules.
+"""The load generators a cell can use (autocannon, wrk, ab) behind one interface.
 
 Every client warms up, then runs inside the server's ELU window and returns the same
-fields (records.parse_* output), its own CPU over the run and how long the run took.
+fields (nodebench.harness.parsers), its own CPU over the run and how long the run took.
 autocannon runs in a Node driver that opens and closes the window itself; wrk and ab
 are separate programs, so this module opens the window right before starting them and
 closes it right after they exit, and reads their CPU from the kernel (wait4 rusage).
@@ -10,7 +10,6 @@ closes it right after they exit, and reads their CPU from the kernel (wait4 rusa
 import json
 import math
 import os
-import re
 import select
 import shutil
 import subprocess
@@ -18,64 +17,20 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import procs
-from records import RunError, parse_ab, parse_autocannon, parse_wrk
-
-# What each client can do: the stopping rules it supports, and how to install it.
-CLIENTS = {
-    "autocannon": {"rules": ("duration", "count"), "install": "installed by npm ci from servers/package-lock.json"},
-    # wrk has no fixed-count mode, and its -d takes whole seconds only.
-    "wrk": {"rules": ("duration",), "install": "apt-get install wrk (Debian's wrk package)"},
-    # ab's -t mode is a time limit on top of a 50,000-request cap, not a duration rule.
-    "ab": {"rules": ("count",), "install": "apt-get install apache2-utils (Debian's package with ab)"},
-}
-PROGRAMS = {"wrk": "wrk", "ab": "ab"}
-
-
-@dataclass(frozen=True)
-class Stop:
-    """How a measured run ends: after `value` seconds (duration) or `value` requests (count)."""
-
-    rule: str
-    value: float
-
-    @property
-    def label(self) -> str:
-        """The path segment: '10s' or '100000req'."""
-        return f"{self.value:g}s" if self.rule == "duration" else f"{int(self.value)}req"
-
-    @classmethod
-    def parse(cls, label: str) -> "Stop":
-        if label.endswith("req"):
-            return cls("count", int(label[:-3]))
-        if label.endswith("s"):
-            return cls("duration", float(label[:-1]))
-        raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s or 100000req)")
-
-
-def problems(client: str, rules: dict) -> list[str]:
-    """Why a client cannot run the stopping rules {rule: [values]}; empty when it can."""
-    if client not in CLIENTS:
-        return [f"load generator {client!r} is unknown; available: {', '.join(CLIENTS)}"]
-    found = []
-    for rule, values in rules.items():
-        if values and rule not in CLIENTS[client]["rules"]:
-            can = " or ".join(CLIENTS[client]["rules"])
-            found.append(f"{client} cannot stop after a fixed {rule} ({values}); it supports only: {can}")
-    if client == "wrk":
-        fractional = [v for v in rules.get("duration", []) if float(v) != int(v)]
-        if fractional:
-            found.append(f"wrk takes whole seconds only, not durations {fractional}")
-    return found
+from nodebench.catalogue.clients import CLIENTS, Stop, parse_version, problems
+from nodebench.harness import procs
+from nodebench.harness.errors import RunError
+from nodebench.harness.parsers import parse_ab, parse_autocannon, parse_wrk
+from nodebench.harness.procs import tail
 
 
 def program_path(client: str) -> str:
     """Where the client's program is; RunError with the install instruction when it is missing."""
-    program = PROGRAMS[client]
+    program = CLIENTS[client].program
     path = shutil.which(program)
     if path is None:
         raise RunError(
-            f"load generator {client!r} is not installed ({program} is not on PATH): {CLIENTS[client]['install']}"
+            f"load generator {client!r} is not installed ({program} is not on PATH): {CLIENTS[client].install}"
         )
     return path
 
@@ -85,20 +40,6 @@ def program_version(client: str) -> str:
     flag = "-v" if client == "wrk" else "-V"
     res = subprocess.run([program_path(client), flag], capture_output=True, text=True, timeout=10)
     return parse_version(client, res.stdout + res.stderr)
-
-
-def parse_version(client: str, text: str) -> str:
-    """'wrk debian/4.1.0-3+b2 [epoll] ...' -> 'debian/4.1.0-3+b2'; 'This is ApacheBench, Version 2.3 ...' -> '2.3'."""
-    found = re.search(r"^wrk (\S+)" if client == "wrk" else r"Version (\S+)", text, re.MULTILINE)
-    return found.group(1) if found else "unknown"
-
-
-def tail(path: Path, lines: int = 8) -> str:
-    try:
-        text = Path(path).read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return "(no output)"
-    return " | ".join(text[-lines:]) or "(no output)"
 
 
 class LineReader:
@@ -156,10 +97,11 @@ class Autocannon:
         args = {"url": target.url, "connections": target.connections, "warmup_s": warmup_s}
         args |= {"duration_s": stop.value} if stop.rule == "duration" else {"amount": int(stop.value)}
         err_path = target.scratch / "driver.err"
+        # Node loads autocannon on any of the job's CPUs, beside the booting server; pin() moves
+        # every thread of it onto the client's CPUs before the warm-up.
         with open(err_path, "wb") as err:
             self.proc = procs.spawn(
                 [node, str(driver), json.dumps(args)],
-                cpus=target.cpus,
                 cwd=driver.parent,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -172,6 +114,9 @@ class Autocannon:
 
     def request_head(self) -> bytes:
         return self.target.http11_request()
+
+    def pin(self) -> None:
+        procs.pin(self.proc.pid, self.target.cpus)
 
     def _send(self, command: bytes) -> None:
         try:
@@ -215,6 +160,9 @@ class _Program:
         self.open_window, self.close_window = elu_window
         self.stack = stack
         self.program = program_path(self.name)
+
+    def pin(self) -> None:
+        """Nothing runs yet: each run starts pinned to the client's CPUs."""
 
     def _run(self, args: list[str], timeout: float, what: str) -> tuple[str, float, int, int]:
         """Run the program pinned to the client's CPUs: (stdout, seconds, user us, system us)."""
@@ -307,14 +255,14 @@ class Ab(_Program):
         return parse_ab(text)
 
 
-def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, driver: Path, lua: Path,
-         elu_window, stack):  # fmt: skip
-    """The client for one run; a rule the client cannot do is an error before anything starts."""
+def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, file: Path | None, elu_window,
+         stack):  # fmt: skip
+    """The client for one run (file: its file in the catalogue); a rule it cannot do fails before anything starts."""
     bad = problems(name, {stop.rule: [stop.value]})
     if bad:
         raise RunError("; ".join(bad))
     if name == "autocannon":
-        return Autocannon(target, node, driver, stop, warmup_s, stack)
+        return Autocannon(target, node, file.resolve(), stop, warmup_s, stack)
     if name == "wrk":
-        return Wrk(target, stop, warmup_s, elu_window, stack, lua=lua)
+        return Wrk(target, stop, warmup_s, elu_window, stack, lua=file.resolve())
     return Ab(target, stop, warmup_s, elu_window, stack)

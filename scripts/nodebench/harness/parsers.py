@@ -1,19 +1,8 @@
-"""Pure functions that turn what one measurement saw into a run record, and judge it."""
+"""The load generators' outputs, parsed into the same run-record fields."""
 
 import json
-from pathlib import Path
 
-
-class RunError(RuntimeError):
-    """A measurement that is not a result: the job fails with this message."""
-
-
-# What each workload asks and how many queries one request must cost the database.
-WORKLOADS = {
-    "empty": {"path": "/static/1", "queries_per_request": 0},
-    "point-lookup": {"path": "/users/4242", "queries_per_request": 1},
-    "list": {"path": "/list", "queries_per_request": 1},
-}
+from nodebench.harness.errors import RunError
 
 LATENCY_KEYS = {
     "p50": "latency_p50_ms",
@@ -43,94 +32,6 @@ def parse_autocannon(result: dict) -> dict:
     for key, name in LATENCY_KEYS.items():
         out[name] = float(result["latency"][key])
     return out
-
-
-def check_load(load: dict, phase: str = "measured window") -> None:
-    """Raise RunError if the load generator saw any error, timeout or non-2xx answer."""
-    problems = []
-    if load["errors"]:
-        problems.append(f"{load['errors']} errors")
-    if load["timeouts"]:
-        problems.append(f"{load['timeouts']} timeouts")
-    if load["non2xx"]:
-        bad = {k: v for k, v in (load.get("status_counts") or {}).items() if not k.startswith("2")}
-        detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
-        problems.append(f"{load['non2xx']} non-2xx responses" + (f" ({detail})" if detail else ""))
-    if load.get("mismatches"):
-        problems.append(f"{load['mismatches']} answers that differed from the expected body")
-    if problems:
-        raise RunError(f"the load generator saw {', '.join(problems)} during the {phase}; this run is not a result")
-    if load["requests"] <= 0:
-        raise RunError(f"the load generator completed no requests during the {phase}")
-
-
-def check_database(queries: int, server_requests: int, per_request: int) -> None:
-    """Raise RunError unless the database ran per_request queries for each request the server received."""
-    expected = server_requests * per_request
-    if queries != expected:
-        raise RunError(
-            f"the database ran {queries} workload queries for the {server_requests} requests the server received "
-            f"(expected {expected}); the workload did not do the work it claims"
-        )
-
-
-def check_bytes(received: int, responses: int, answer_size: int) -> None:
-    """Raise RunError unless every response was as long as the verified answer (headers and body)."""
-    if received != responses * answer_size:
-        raise RunError(
-            f"the load generator received {received} bytes in {responses} responses, but the verified answer is "
-            f"{answer_size} bytes (expected {responses * answer_size}): some answers differed from the verified one"
-        )
-
-
-def check_server_requests(server_requests: int, requests: int, connections: int) -> None:
-    """Raise RunError unless the server saw the client's requests plus at most one in flight per connection."""
-    if not (requests <= server_requests <= requests + connections):
-        raise RunError(
-            f"the server received {server_requests} requests in its window but the load generator counted "
-            f"{requests} (expected {requests} to {requests + connections}); something else is talking to it"
-        )
-
-
-def derive(load: dict, window_s: float, elu: dict) -> dict:
-    """Rates and CPU per request from the raw counts of one measured window.
-
-    The server's figures use the server's own window and the requests that reached it
-    in that window, so time and count cover the same work (the client stops counting
-    while its last requests, one per connection, are still being served).
-    """
-    # The ELU's own clock (idle + active), so that ELU x 1e6 / req_per_s is exactly active time per request.
-    server_window_s = (elu["idle_ms"] + elu["active_ms"]) / 1000.0
-    server_requests = elu["requests"]
-    req_per_s = server_requests / server_window_s
-    cpu_us = elu["cpu_user_us"] + elu["cpu_system_us"]
-    return {
-        "req_per_s": req_per_s,
-        "client_req_per_s": load["requests"] / window_s,
-        "bytes_per_s": load["bytes"] / window_s,
-        "us_per_req_elu": elu["utilization"] * 1e6 / req_per_s,
-        "us_per_req_cpu": cpu_us / server_requests,
-        "server_cpu_util": cpu_us / (elu["wall_ms"] * 1000.0),
-    }
-
-
-def check_elu(elu: dict) -> None:
-    """Raise RunError when the server's ELU window is not a plausible measurement."""
-    u = elu["utilization"]
-    if not (0.0 < u <= 1.0):
-        raise RunError(f"the server reported event-loop utilization {u!r}, outside (0, 1]")
-    if elu["wall_ms"] <= 0:
-        raise RunError("the server's ELU window has no duration")
-
-
-def lockfile_versions(lock_path: Path, packages=("express", "fastify", "pg", "autocannon")) -> dict:
-    """Installed versions of the packages that matter, read from package-lock.json."""
-    lock = json.loads(Path(lock_path).read_text())
-    pkgs = lock.get("packages", {})
-    return {f"{name}_version": pkgs.get(f"node_modules/{name}", {}).get("version") for name in packages}
-
-
-# --- wrk and ab: their text output, parsed into the same fields as autocannon's ---
 
 
 def parse_wrk(text: str) -> dict:

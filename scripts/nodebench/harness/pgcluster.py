@@ -13,20 +13,16 @@ import pwd
 import shutil
 import signal
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import psycopg
-
-import procs
+from nodebench.harness import procs
+from nodebench.harness.errors import DatabaseError, RunError
 
 SUPERUSER = "postgres"
 APP_ROLE = "bench"
 APP_DB = "bench"
-
-
-class DatabaseError(RuntimeError):
-    """PostgreSQL could not be prepared, started or reached."""
 
 
 def installed_pg_dir() -> Path:
@@ -66,6 +62,19 @@ def hand_over(path: Path, user: str | None) -> None:
             os.lchown(name, entry.pw_uid, entry.pw_gid)
 
 
+def scratch_base(setting: str) -> str:
+    """Where private copies of the database go: RAM-backed /dev/shm when usable, else the temp dir."""
+    if setting and setting != "auto":
+        path = os.path.expandvars(setting)
+        if not os.path.isdir(path) or not os.access(path, os.W_OK):
+            raise RunError(f"config key 'scratch_dir' is {setting!r}, which is not a writable directory")
+        return path
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK) and shutil.disk_usage(shm).free > 1 << 30:
+        return shm
+    return tempfile.gettempdir()
+
+
 @dataclass
 class PgInstall:
     """Where the binaries are and whom they run as."""
@@ -80,16 +89,7 @@ class PgInstall:
         """Run a PostgreSQL tool to completion as the PostgreSQL account."""
         kwargs.setdefault("capture_output", True)
         kwargs.setdefault("text", True)
-        return subprocess.run(args, **self._as_user(), **kwargs)
-
-    def _as_user(self) -> dict:
-        if self.user is None:
-            return {}
-        e = pwd.getpwnam(self.user)
-        return {"user": e.pw_uid, "group": e.pw_gid, "extra_groups": []}
-
-    def version(self) -> str:
-        return self.run([self.bin("postgres"), "--version"], check=True).stdout.strip()
+        return subprocess.run(args, **procs.as_user(self.user), **kwargs)
 
 
 def usable_install(user: str | None, scratch: Path) -> PgInstall:
@@ -178,6 +178,8 @@ def conninfo(port: int, user: str = SUPERUSER, dbname: str = "postgres") -> str:
 def wait_ready(proc: subprocess.Popen, port: int, log_path: Path, timeout: float = 60.0) -> None:
     """Return once the server accepts connections; raise with its log if it died or hung."""
 
+    import psycopg  # here, not at the top: a measurement job imports it while its processes start
+
     def ready():
         if proc.poll() is not None:
             raise DatabaseError(
@@ -195,13 +197,55 @@ def wait_ready(proc: subprocess.Popen, port: int, log_path: Path, timeout: float
         raise DatabaseError(f"{e}\n{log_tail(log_path)}") from None
 
 
-def stop(proc: subprocess.Popen | None) -> None:
-    """Fast shutdown (SIGINT), then SIGKILL after 15 s."""
-    procs.stop(proc, sig=signal.SIGINT, timeout=15)
+def stop(proc: subprocess.Popen | None, immediate: bool = False) -> None:
+    """Fast shutdown (SIGINT), or immediate (SIGQUIT: no checkpoint, for a throw-away copy); SIGKILL after 15 s."""
+    procs.stop(proc, sig=signal.SIGQUIT if immediate else signal.SIGINT, timeout=15)
 
 
-def log_tail(path: Path, lines: int = 15) -> str:
-    try:
-        return "\n".join(Path(path).read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no PostgreSQL log)"
+class JobCluster:
+    """A job's private PostgreSQL: a copy of the template in scratch space, started on a loopback port.
+
+    start() returns once PostgreSQL is spawned; wait_ready() blocks until it accepts
+    connections, so the caller can do other work in between. The copy is thrown away,
+    so stop() is an immediate shutdown.
+    """
+
+    def __init__(self, template: Path, scratch: Path, run_as: str, settings: dict, cpus: list[int], port: int):
+        self.template, self.scratch, self.run_as, self.settings = template, scratch, run_as, settings
+        self.cpus, self.port, self.proc = cpus, port, None
+        self.log_path = scratch / "postgres.log"
+
+    def start(self) -> "JobCluster":
+        if self.template is None or not (self.template / "PG_VERSION").is_file():
+            raise DatabaseError(
+                f"the database template {self.template} is missing or incomplete; "
+                "rebuild it with `snakemake --cores 1 --forcerun build_database_template reports/all`"
+            )
+        user = run_as_account(self.run_as)
+        install = usable_install(user, self.scratch)
+        datadir = self.scratch / "pgdata"
+        shutil.copytree(self.template, datadir, symlinks=True)
+        os.chmod(datadir, 0o700)
+        hand_over(self.scratch, user)
+        self.proc = start(install, datadir, self.port, self.settings, self.log_path, cpus=self.cpus)
+        return self
+
+    @property
+    def admin_conninfo(self) -> str:
+        return conninfo(self.port, dbname=APP_DB)
+
+    @property
+    def app_env(self) -> dict:
+        """The servers' database environment (node-postgres reads the PG* variables)."""
+        return {"PGHOST": "127.0.0.1", "PGPORT": str(self.port), "PGUSER": APP_ROLE, "PGDATABASE": APP_DB}
+
+    def wait_ready(self) -> None:
+        wait_ready(self.proc, self.port, self.log_path)
+
+    def stop(self) -> None:
+        stop(self.proc, immediate=True)
+
+
+def log_tail(path: Path) -> str:
+    """The last lines of PostgreSQL's log, one per line."""
+    return procs.tail(path, 15, "\n")

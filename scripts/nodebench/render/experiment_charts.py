@@ -3,10 +3,8 @@
 import altair as alt
 import pandas as pd
 
-from charts import server_scale
-from experiments import as_strings
-
-CLIENT_COLORS = {"autocannon": "#4c78a8", "wrk": "#f58518", "ab": "#54a24b"}
+from nodebench.analysis.experiments import as_strings
+from nodebench.render.theme import CLIENT_COLORS, server_scale
 
 
 def stopping_rule(stopping: pd.DataFrame) -> alt.HConcatChart:
@@ -151,21 +149,3 @@ def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
             )
         )
     return alt.vconcat(*rows)
-
-
-if __name__ == "__main__" and "snakemake" in globals():
-    from pathlib import Path
-
-    from charts import save
-
-    sm = snakemake  # noqa: F821
-    name = sm.wildcards.chart
-    if name == "stopping-rule":
-        chart = stopping_rule(pd.read_parquet(sm.input.stopping))
-    elif name == "duration-sweep":
-        chart = duration_sweep(pd.read_parquet(sm.input.runs), pd.read_parquet(sm.input.stopping))
-    else:
-        chart = load_generators(pd.read_parquet(sm.input.metrics))
-    save(chart, sm.output.png, sm.output.svg, sm.output.html)
-    Path(sm.output.spec).write_text(chart.to_json())
-    Path(sm.log[0]).write_text(f"{name} -> {sm.output.png}\n")

@@ -7,15 +7,13 @@ import signal
 import socket
 import subprocess
 import time
+from datetime import UTC, datetime
+from pathlib import Path
 
-import psutil
+from nodebench.harness.errors import PortInUseError
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
-
-
-class PortInUseError(RuntimeError):
-    """Something is already listening on the port a job wanted."""
 
 
 def split_cpus(cpus: list[int]) -> tuple[list[int], list[int]]:
@@ -26,6 +24,15 @@ def split_cpus(cpus: list[int]) -> tuple[list[int], list[int]]:
     if len(cpus) == 1:
         return cpus, cpus
     return cpus[:1], cpus[1:]
+
+
+def pin(pid: int, cpus: list[int]) -> None:
+    """Move every thread of a running process onto cpus (threads it starts later inherit that)."""
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            os.sched_setaffinity(int(tid), cpus)
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
 
 
 def job_cpus() -> list[int]:
@@ -41,10 +48,34 @@ def spawn(args, *, cpus=None, deathsig=signal.SIGTERM, user=None, **kwargs) -> s
         if cpus:
             os.sched_setaffinity(0, cpus)
 
-    if user is not None:
-        entry = pwd.getpwnam(user)
-        kwargs.update(user=entry.pw_uid, group=entry.pw_gid, extra_groups=[])
-    return subprocess.Popen(args, preexec_fn=setup, **kwargs)
+    return subprocess.Popen(args, preexec_fn=setup, **as_user(user), **kwargs)
+
+
+def as_user(user: str | None) -> dict:
+    """subprocess keyword arguments that run a child as user (none when user is None)."""
+    if user is None:
+        return {}
+    entry = pwd.getpwnam(user)
+    return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def unwind_on_signals() -> None:
+    """SIGTERM (Snakemake, scancel) and SIGHUP unwind like Ctrl-C, so every child is stopped and scratch removed."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+    signal.signal(signal.SIGHUP, _raise_interrupt)
+
+
+def tail(path: Path, lines: int = 8, sep: str = " | ") -> str:
+    """The last lines of a child's log, for an error message."""
+    try:
+        text = Path(path).read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no output)"
+    return sep.join(text[-lines:]) or "(no output)"
 
 
 def stop(proc: subprocess.Popen | None, sig=signal.SIGTERM, timeout: float = 5.0) -> int | None:
@@ -90,6 +121,8 @@ def listener_on(port: int) -> str | None:
         s.settimeout(0.5)
         if s.connect_ex(("127.0.0.1", port)) != 0:
             return None
+    import psutil  # only here: a measurement job does not pay for importing it
+
     for conn in psutil.net_connections(kind="tcp"):
         if conn.status == psutil.CONN_LISTEN and conn.laddr and conn.laddr.port == port and conn.pid:
             try:
@@ -121,3 +154,12 @@ def wait_for(predicate, timeout: float, interval: float = 0.02, what: str = "con
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(interval)
+
+
+def process_started_at(pid: str = "self") -> datetime:
+    """When a process started (Linux: /proc/<pid>/stat start time after /proc/stat's boot time), to 10 ms."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    boot = next(
+        int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
+    )
+    return datetime.fromtimestamp(boot + int(fields[19]) / os.sysconf("SC_CLK_TCK"), UTC)

@@ -6,7 +6,6 @@ from pathlib import Path
 import fastjsonschema
 import jsonschema
 import pandas as pd
-import yaml
 
 SORT_KEYS = ["workload", "server", "connections", "load_generator", "stop", "repetition"]
 
@@ -61,11 +60,3 @@ def to_frame(records: list[dict], schema: dict) -> pd.DataFrame:
         .sort_values(SORT_KEYS, kind="stable")
         .reset_index(drop=True)
     )
-
-
-if __name__ == "__main__" and "snakemake" in globals():
-    sm = snakemake  # noqa: F821
-    run_schema = yaml.safe_load(Path(sm.input.schema).read_text())
-    frame = to_frame(load_records(sm.input.records, run_schema), run_schema)
-    frame.to_parquet(sm.output.runs, index=False)
-    Path(sm.log[0]).write_text(f"{len(frame)} runs, {len(frame.columns)} columns -> {sm.output.runs}\n")

@@ -1,7 +1,5 @@
 """Altair charts drawn from the aggregated metrics tables only, one shared theme."""
 
-import functools
-import html
 import json
 from pathlib import Path
 
@@ -9,46 +7,11 @@ import altair as alt
 import pandas as pd
 import vl_convert
 
-# Fixed colours so a server looks the same in every chart; unknown servers get grey.
-SERVER_COLORS = {
-    "node-http": "#4c4c4c",
-    "express": "#d62728",
-    "express-lean": "#ff9896",
-    "fastify": "#1f77b4",
-    "fastify-schema": "#17becf",
-}
-WORKLOAD_ORDER = ["empty", "point-lookup", "list"]
-HEADLINE_CONNECTIONS = 50
-NOT_SERVER_BOUND = "not server-bound"
-
-
-@alt.theme.register("nodebench", enable=True)
-def nodebench_theme() -> alt.theme.ThemeConfig:
-    """One look for every chart: readable fonts, no chart border, a white background."""
-    return {
-        "config": {
-            "background": "white",
-            "font": "DejaVu Sans, Helvetica, Arial, sans-serif",
-            "view": {"stroke": None, "continuousWidth": 360, "continuousHeight": 240},
-            "axis": {"labelFontSize": 11, "titleFontSize": 12, "gridColor": "#e6e6e6"},
-            "header": {"labelFontSize": 12, "titleFontSize": 12},
-            "legend": {"labelFontSize": 11, "titleFontSize": 12},
-            "title": {"fontSize": 14, "anchor": "start"},
-        }
-    }
-
-
-def server_scale(servers) -> alt.Scale:
-    """The fixed server colour scale restricted to the servers present, in a stable order."""
-    names = [s for s in SERVER_COLORS if s in set(servers)] + sorted(set(servers) - set(SERVER_COLORS))
-    return alt.Scale(domain=names, range=[SERVER_COLORS.get(s, "#999999") for s in names])
-
-
-def headline(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Per workload, the cells at the connection count closest to 50 (the reference's headline)."""
-    m = metrics.assign(_dist=(metrics["connections"] - HEADLINE_CONNECTIONS).abs())
-    best = m.groupby("workload", observed=True)["_dist"].transform("min")
-    return m[m["_dist"] == best].drop(columns="_dist")
+from nodebench.analysis.metrics import headline
+from nodebench.catalogue.thresholds import CONFIDENCE, SERVER_BOUND_ELU, pct
+from nodebench.catalogue.workloads import ordered
+from nodebench.render import experiment_charts
+from nodebench.render.theme import BOUND_OPACITY, NOT_SERVER_BOUND, server_scale
 
 
 def _marked(df: pd.DataFrame) -> pd.DataFrame:
@@ -63,11 +26,7 @@ def _marked(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _workloads(df: pd.DataFrame) -> list[str]:
-    present = set(df["workload"])
-    return [w for w in WORKLOAD_ORDER if w in present] + sorted(present - set(WORKLOAD_ORDER))
-
-
-BOUND_OPACITY = alt.Scale(domain=["server-bound", NOT_SERVER_BOUND], range=[1.0, 0.35])
+    return ordered(df["workload"])
 
 
 def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
@@ -107,7 +66,9 @@ def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
         .properties(width=260, height=180)
         .facet(row=alt.Row("workload:N").sort(_workloads(long)).title(None), column=alt.Column("kind:N").title(None))
         .resolve_scale(y="independent")
-        .properties(title="CPU per request, median and 95 % CI over repetitions (faded: not server-bound)")
+        .properties(
+            title=f"CPU per request, median and {pct(CONFIDENCE)} CI over repetitions (faded: not server-bound)"
+        )
     )
 
 
@@ -147,7 +108,9 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
         base.mark_line(point=True).encode(
             alt.Y("elu_utilization:Q").scale(domain=[0, 1]).axis(format="%").title("event-loop utilization (%)")
         ),
-        alt.Chart(pd.DataFrame({"y": [0.95]})).mark_rule(strokeDash=[4, 4], color="#888").encode(alt.Y("y:Q")),
+        alt.Chart(pd.DataFrame({"y": [SERVER_BOUND_ELU]}))
+        .mark_rule(strokeDash=[4, 4], color="#888")
+        .encode(alt.Y("y:Q")),
     ).properties(width=360, height=160)
     rows = []
     for workload in _workloads(m):
@@ -239,54 +202,29 @@ def ratio_vs_express(metrics: pd.DataFrame) -> alt.Chart:
     )
     one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(alt.Y("y:Q"))
     return alt.layer(bars, points, one).properties(
-        width=420, height=260, title="Speed-up over Express, median and 95 % CI (triangles: not server-bound)"
+        width=420,
+        height=260,
+        title=f"Speed-up over Express, median and {pct(CONFIDENCE)} CI (triangles: not server-bound)",
     )
 
 
+#: Every chart in chart_list.CHART_LIST by name: the function that draws it from its tables (by name).
 CHARTS = {
-    "cpu-per-request": cpu_per_request,
-    "connection-sweep": connection_sweep,
-    "framework-share": framework_share,
-    "ratio-vs-express": ratio_vs_express,
+    "cpu-per-request": lambda t: cpu_per_request(t["metrics"]),
+    "connection-sweep": lambda t: connection_sweep(t["metrics"]),
+    "framework-share": lambda t: framework_share(t["metrics"]),
+    "ratio-vs-express": lambda t: ratio_vs_express(t["metrics"]),
+    "stopping-rule": lambda t: experiment_charts.stopping_rule(t["stopping"]),
+    "duration-sweep": lambda t: experiment_charts.duration_sweep(t["runs"], t["stopping"]),
+    "load-generators": lambda t: experiment_charts.load_generators(t["metrics"]),
 }
 
 
-def has_sweep(metrics: pd.DataFrame) -> bool:
-    """True when some workload was measured at more than one connection count."""
-    return bool((metrics.groupby("workload", observed=True)["connections"].nunique() > 1).any())
-
-
-@functools.cache
-def vega_bundle() -> str:
-    """Vega, Vega-Lite and Vega-Embed as one script (vl-convert builds it; slow, so once per process)."""
-    return vl_convert.javascript_bundle()
-
-
-def offline_html(spec: dict, title: str = "chart") -> str:
-    """A page that draws spec with the JavaScript inlined, so it works without a network."""
-    return (
-        f'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-        f'<script>{vega_bundle()}</script></head>\n<body><div id="vis"></div><script>'
-        f'vegaEmbed("#vis", {json.dumps(spec)}, {{renderer: "svg", actions: false}});</script></body></html>\n'
-    )
-
-
-def save(chart, png: str, svg: str, page: str) -> None:
-    """SVG through vl-convert once, PNG from that SVG, and an offline HTML page."""
-    spec = chart.to_dict()
-    text = vl_convert.vegalite_to_svg(spec)
+def save(chart, png: str, svg: str, page: str, spec: str) -> None:
+    """SVG through vl-convert once, PNG from that SVG, an offline HTML page and the Vega-Lite spec."""
+    spec_dict = chart.to_dict()
+    text = vl_convert.vegalite_to_svg(spec_dict)
     Path(svg).write_text(text)
     Path(png).write_bytes(vl_convert.svg_to_png(text, scale=2))
-    Path(page).write_text(offline_html(spec, Path(page).stem))
-
-
-if __name__ == "__main__" and "snakemake" in globals():
-    sm = snakemake  # noqa: F821
-    frame = pd.read_parquet(sm.input.metrics)
-    if sm.params.workload:
-        frame = frame[frame["workload"] == sm.params.workload]
-    chart = CHARTS[sm.params.chart](frame)
-    save(chart, sm.output.png, sm.output.svg, sm.output.html)
-    Path(sm.output.spec).write_text(json.dumps(chart.to_dict()))
-    with open(sm.log[0], "w") as log:
-        print(f"{sm.params.chart}: {len(frame)} cells -> {sm.output.png}", file=log)
+    chart.save(page, inline=True)
+    Path(spec).write_text(json.dumps(spec_dict))

@@ -1,0 +1,22 @@
+"""compute_metrics: a scope's per-cell metrics and per-server scores."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from nodebench.analysis.metrics import compute_metrics, geomean_scores
+
+
+def main(sm) -> None:
+    # The reference runs (the framework-only workload) feed the share models; the scope reports only its own.
+    runs = pd.concat([pd.read_parquet(p) for p in [sm.input.runs, *sm.input.reference]], ignore_index=True)
+    metrics = compute_metrics(runs)
+    if sm.params.workloads is not None:
+        metrics = metrics[metrics["workload"].isin(sm.params.workloads)].reset_index(drop=True)
+    metrics.to_parquet(sm.output.metrics, index=False)
+    geomean_scores(metrics).to_parquet(sm.output.scores, index=False)
+    Path(sm.log[0]).write_text(f"{len(runs)} runs -> {len(metrics)} cells\n")
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821

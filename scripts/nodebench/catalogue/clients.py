@@ -1,0 +1,90 @@
+"""The load generators a cell can use, what each can do, and stopping rules."""
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Client:
+    """A load generator: the stopping rules it supports, its files, and how to get it."""
+
+    name: str
+    rules: tuple[str, ...]
+    install: str
+    #: The program on PATH, for clients that are system programs (None: from npm).
+    program: str | None = None
+    #: Files under the repository a cell with this client uses (its inputs, and only its).
+    files: tuple[str, ...] = ()
+    #: Threads it runs (None: one per client CPU, at most one per connection).
+    threads: int | None = 1
+
+
+CLIENTS: dict[str, Client] = {
+    c.name: c
+    for c in (
+        Client(
+            "autocannon",
+            ("duration", "count"),
+            "installed by npm ci from servers/package-lock.json",
+            files=("servers/loadgen/autocannon.js",),
+        ),
+        # wrk has no fixed-count mode, and its -d takes whole seconds only.
+        Client(
+            "wrk",
+            ("duration",),
+            "apt-get install wrk (Debian's wrk package)",
+            program="wrk",
+            files=("servers/loadgen/wrk-report.lua",),
+            threads=None,
+        ),
+        # ab's -t mode is a time limit on top of a 50,000-request cap, not a duration rule.
+        Client("ab", ("count",), "apt-get install apache2-utils (Debian's package with ab)", program="ab"),
+    )
+}
+#: Clients that are system programs, by name: the workflow probes for them before measuring.
+PROGRAMS = {c.name: c.program for c in CLIENTS.values() if c.program}
+
+
+@dataclass(frozen=True)
+class Stop:
+    """How a measured run ends: after `value` seconds (duration) or `value` requests (count)."""
+
+    rule: str
+    value: float
+
+    @property
+    def label(self) -> str:
+        """The path segment: '10s' or '100000req'."""
+        return f"{self.value:g}s" if self.rule == "duration" else f"{int(self.value)}req"
+
+    @classmethod
+    def parse(cls, label: str) -> "Stop":
+        if label.endswith("req"):
+            return cls("count", int(label[:-3]))
+        if label.endswith("s"):
+            return cls("duration", float(label[:-1]))
+        raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s or 100000req)")
+
+
+def problems(client: str, rules: dict) -> list[str]:
+    """Why a client cannot run the stopping rules {rule: [values]}; empty when it can."""
+    if client not in CLIENTS:
+        return [f"load generator {client!r} is unknown; available: {', '.join(CLIENTS)}"]
+    found = []
+    supported = CLIENTS[client].rules
+    for rule, values in rules.items():
+        if values and rule not in supported:
+            found.append(
+                f"{client} cannot stop after a fixed {rule} ({values}); it supports only: {' or '.join(supported)}"
+            )
+    if client == "wrk":
+        fractional = [v for v in rules.get("duration", []) if float(v) != int(v)]
+        if fractional:
+            found.append(f"wrk takes whole seconds only, not durations {fractional}")
+    return found
+
+
+def parse_version(client: str, text: str) -> str:
+    """'wrk debian/4.1.0-3+b2 [epoll] ...' -> 'debian/4.1.0-3+b2'; 'This is ApacheBench, Version 2.3 ...' -> '2.3'."""
+    found = re.search(r"^wrk (\S+)" if client == "wrk" else r"Version (\S+)", text, re.MULTILINE)
+    return found.group(1) if found else "unknown"

@@ -1,0 +1,94 @@
+"""Which files a rule's code depends on, computed from the code itself (standard library only).
+
+The workflow makes these files inputs of each rule, so editing a module reruns exactly
+the rules whose entry scripts import it, directly or not, and nothing else:
+
+- python_modules(script): the nodebench modules a script imports, transitively
+  (import statements anywhere in a module, including inside functions), with the
+  package __init__ files that importing them runs;
+- js_files(file): the files a Node.js file loads with require('./...'), transitively
+  (package imports are covered by the lockfile).
+"""
+
+import ast
+import functools
+import os
+import re
+from pathlib import Path
+
+PACKAGE = "nodebench"
+
+
+def _module_file(root: Path, name: str) -> Path | None:
+    """scripts/nodebench/a/b.py or scripts/nodebench/a/b/__init__.py for 'nodebench.a.b', if it exists."""
+    base = root.joinpath(*name.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported_names(path: Path, module: str) -> set[str]:
+    """Dotted names a module imports (for `from a import b`, both a and a.b: b may be a module)."""
+    names = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1])
+                origin = f"{base}.{node.module}" if node.module else base
+            else:
+                origin = node.module or ""
+            names.add(origin)
+            names.update(f"{origin}.{alias.name}" for alias in node.names)
+    return names
+
+
+@functools.cache
+def python_modules(script: str, root: str = "scripts") -> tuple[str, ...]:
+    """The package's files that `script` imports, transitively, as sorted paths like root/nodebench/x.py."""
+    root_path = Path(root)
+    seen: dict[str, Path] = {}
+    todo = [(Path(script), "__main__")]
+    while todo:
+        path, module = todo.pop()
+        for name in _imported_names(path, module):
+            if name != PACKAGE and not name.startswith(PACKAGE + "."):
+                continue
+            parts = name.split(".")
+            # Importing a.b.c runs a/__init__, a/b/__init__ and a/b/c.
+            for i in range(1, len(parts) + 1):
+                prefix = ".".join(parts[:i])
+                if prefix in seen:
+                    continue
+                found = _module_file(root_path, prefix)
+                if found is not None:
+                    seen[prefix] = found
+                    todo.append((found, prefix))
+    return tuple(sorted(str(p) for p in seen.values()))
+
+
+REQUIRE = re.compile(r"""require\(\s*['"](\.{1,2}/[^'"]+)['"]\s*\)""")
+
+
+@functools.cache
+def js_files(file: str) -> tuple[str, ...]:
+    """The local files `file` loads with require('./...'), transitively (itself not included), sorted."""
+    found: set[Path] = set()
+    todo = [Path(file)]
+    while todo:
+        current = todo.pop()
+        for rel in REQUIRE.findall(current.read_text()):
+            target = Path(os.path.normpath(current.parent / rel))
+            if target.suffix == "" and target.with_suffix(".js").is_file():
+                target = target.with_suffix(".js")
+            if not target.is_file():
+                raise FileNotFoundError(f"{current} requires {rel!r}, which is not a file ({target})")
+            if target not in found:
+                found.add(target)
+                if target.suffix == ".js":
+                    todo.append(target)
+    return tuple(sorted(str(p) for p in found))

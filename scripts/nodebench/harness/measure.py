@@ -1,0 +1,229 @@
+"""One measurement: private database, pinned server, verified answer, warm-up, ELU window, checks, record.
+
+The job starts the server and the load generator first (neither needs the database
+until the first request), then copies the template and starts PostgreSQL, and imports
+the database driver while all three boot. Every phase's wall time goes into the record.
+"""
+
+import os
+import shutil
+import tempfile
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from nodebench.catalogue.clients import Stop
+from nodebench.catalogue.workloads import WORKLOADS
+from nodebench.harness import loadgen, pgcluster, procs, server
+from nodebench.harness.errors import RunError
+from nodebench.harness.procs import tail
+
+
+@dataclass(frozen=True)
+class Cell:
+    server: str
+    workload: str
+    connections: int
+    repetition: int
+    load_generator: str
+    stop: Stop
+
+    def label(self) -> str:
+        client = f"{self.load_generator}-{self.stop.label}"
+        return f"{self.workload}/{self.server} c{self.connections} {client} r{self.repetition}"
+
+
+@dataclass(frozen=True)
+class Options:
+    warmup_s: float
+    pool_size: int
+    server_port: int
+    database: dict
+    scratch_dir: str
+    node: str
+    allow_shared_cpu: bool = False
+
+
+@dataclass(frozen=True)
+class Paths:
+    """The files a cell uses, relative to the working directory (the checkout)."""
+
+    server_file: Path
+    client_file: Path | None
+    lockfile: Path
+    answer_fixture: Path | None
+    template: Path | None
+    run_schema: Path
+
+
+class Phases:
+    """Wall time of each phase of one job, for the record's per-phase breakdown."""
+
+    NAMES = ("start", "verify", "warmup", "settle", "window", "stop")
+
+    def __init__(self):
+        self.seconds = dict.fromkeys(self.NAMES, 0.0)
+        self.mark = time.monotonic()
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self.seconds[name] += now - self.mark
+        self.mark = now
+
+    def columns(self) -> dict:
+        return {f"phase_{k}_s": round(v, 4) for k, v in self.seconds.items()}
+
+
+def ports(opts: Options) -> tuple[int, int]:
+    """The server's and the database's ports, taken together so they can never be the same."""
+    server_port, db_port = procs.free_ports(2)
+    if opts.server_port:
+        return procs.require_free_port(opts.server_port), next(p for p in procs.free_ports(2) if p != opts.server_port)
+    return server_port, db_port
+
+
+def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
+    """Run one cell end to end and return its run record; raise RunError if it is not a result."""
+    phases = Phases()
+    started_at = datetime.now(UTC)
+    cpus = procs.job_cpus()
+    if len(cpus) < 2 and not opts.allow_shared_cpu:
+        raise RunError(
+            f"the job may run only on CPU {cpus}: the server and the load generator would share it and its ELU "
+            "would count the client's time; give the job two or more CPUs (or set allow_shared_cpu: true)"
+        )
+    server_cpus, client_cpus = procs.split_cpus(cpus)
+    workload = WORKLOADS[cell.workload]
+    stop = cell.stop
+    what = f"window {stop.value:g} s" if stop.rule == "duration" else f"{int(stop.value):,} requests"
+    progress(
+        f"start {cell.label()}: warm-up {opts.warmup_s:g} s, {what} with {cell.load_generator}, "
+        f"server CPU {server_cpus}, client CPU {client_cpus}"
+    )
+    port, db_port = ports(opts)
+    dsn = opts.database.get("dsn") or ""
+    with ExitStack() as stack:
+        scratch = Path(tempfile.mkdtemp(prefix="nodebench-", dir=pgcluster.scratch_base(opts.scratch_dir)))
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        if dsn:
+            from nodebench.harness.database import dsn_environment
+
+            cluster, db_env, admin_conninfo = None, dsn_environment(dsn, os.environ), dsn
+        else:
+            cluster = pgcluster.JobCluster(
+                paths.template, scratch, opts.database.get("run_as", "nobody"),
+                opts.database.get("settings", {}), client_cpus, db_port,
+            )  # fmt: skip
+            db_env, admin_conninfo = cluster.app_env, cluster.admin_conninfo
+        env = {
+            "PATH": os.environ.get("PATH", ""),
+            "PORT": str(port),
+            "NODE_ENV": "production",
+            "NODEBENCH_POOL_SIZE": str(opts.pool_size),
+            **db_env,
+        }
+        # The server's pool connects on its first query, so the server can boot while the database starts.
+        server_log = scratch / "server.log"
+        proc = server.start(opts.node, paths.server_file, env, server_cpus, server_log)
+        stack.callback(procs.stop, proc)
+        target = loadgen.Target("127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch)
+        client = loadgen.make(
+            cell.load_generator, target, stop, opts.warmup_s, node=opts.node, file=paths.client_file,
+            elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
+            stack=stack,
+        )  # fmt: skip
+        if cluster is not None:
+            stack.callback(cluster.stop)
+            cluster.start()
+        log(
+            f"server {cell.server}, load generator {cell.load_generator} and database "
+            f"({'dsn' if dsn else 'embedded'}) starting"
+        )
+        import psycopg  # here: it loads while the three processes boot
+
+        from nodebench.harness import database, record, verify
+
+        if cluster is not None:
+            cluster.wait_ready()
+        log("database ready")
+        server.wait_ready(proc, cell.server, server_log)
+        # Everything booted on any of the job's CPUs; from here on, only the server runs on its own.
+        # This harness polls while the server runs: keep it off the server's CPU too.
+        os.sched_setaffinity(0, client_cpus)
+        client.pin()
+        phases.done("start")
+        log("server ready")
+        who = server.check_identity(port, cell.server, proc.pid)
+        admin = stack.enter_context(psycopg.connect(admin_conninfo, autocommit=True))
+        pg_version = admin.execute("SHOW server_version").fetchone()[0]
+        verify.verify_answers(port, workload, verify.expected_answer(workload, admin, paths.answer_fixture))
+        answer_bytes = verify.raw_answer_size(port, workload.path, client.request_head())
+        phases.done("verify")
+        log(f"server {who} verified on port {port}; {answer_bytes} bytes per answer to {cell.load_generator}")
+
+        warm = client.warmup() or {"requests": 0}
+        if opts.warmup_s > 0:
+            verify.check_load(warm, phase="warm-up")
+        phases.done("warmup")
+        log(f"warm-up done: {warm['requests']} requests")
+        q0 = database.settled_count(admin)
+        phases.done("settle")
+        # A fixed count has no known end: allow it a generous floor of 30 requests per second.
+        limit = stop.value + 60 if stop.rule == "duration" else max(600.0, stop.value / 30)
+        try:
+            out = client.measure(limit)
+        except RunError:
+            if proc.poll() is not None:
+                raise RunError(
+                    f"server {cell.server} exited with status {proc.returncode} during the measured "
+                    f"window: {tail(server_log)}"
+                ) from None
+            raise
+        phases.done("window")
+        q1 = database.settled_count(admin)
+        phases.done("settle")
+        log(f"window closed: {out['window_s']:.3f} s")
+        if proc.poll() is not None:
+            raise RunError(f"server {cell.server} exited with status {proc.returncode} during the measured window")
+        server.check_identity(port, cell.server, proc.pid)
+        load, elu = out["load"], out["elu"]
+        verify.check_load(load)
+        verify.check_elu(elu)
+        verify.check_server_requests(elu["requests"], load["requests"], cell.connections)
+        verify.check_bytes(load["bytes"], load["requests"], answer_bytes)
+        verify.check_database(q1 - q0, elu["requests"], workload.queries_per_request)
+        server_exit = procs.stop(proc)
+        log(f"server stopped ({server_exit})")
+        if server_exit != 0:
+            log(f"warning: server exited with status {server_exit} on SIGTERM (expected a graceful 0)")
+    phases.done("stop")
+    observed = {
+        "cell": cell,
+        "opts": opts,
+        "workload": workload,
+        "client": client,
+        "client_cpus": client_cpus,
+        "server_cpus": server_cpus,
+        "out": out,
+        "warm": warm,
+        "answer_bytes": answer_bytes,
+        "queries": q1 - q0,
+        "who": who,
+        "server_exit": server_exit,
+        "database_mode": "dsn" if dsn else "embedded",
+        "database_dsn": database.redacted_dsn(dsn) if dsn else "",
+        "postgres_version": pg_version,
+        "process_started_at": procs.process_started_at(),
+        "started_at": started_at,
+        "phases": phases,
+    }
+    rec = record.build(observed, paths.lockfile)
+    took = f", {rec['requests']:,} requests in {out['window_s']:.2f} s" if stop.rule == "count" else ""
+    progress(
+        f"done  {cell.label()}: {rec['req_per_s']:,.0f} req/s, {rec['us_per_req_elu']:.1f} us/req "
+        f"(ELU {rec['elu_utilization']:.2f}), client CPU {rec['client_cpu_util']:.2f}, "
+        f"harness {rec['harness_overhead_s']:.2f} s{took}"
+    )
+    return rec

@@ -1,0 +1,170 @@
+"""One run record: the figures derived from what a run saw, the provenance, and the schema check."""
+
+import json
+import os
+import platform
+import socket
+import subprocess
+from datetime import UTC, datetime
+from pathlib import Path
+
+from nodebench.harness.errors import RunError
+
+
+def derive(load: dict, window_s: float, elu: dict) -> dict:
+    """Rates and CPU per request from the raw counts of one measured window.
+
+    The server's figures use the server's own window and the requests that reached it
+    in that window, so time and count cover the same work (the client stops counting
+    while its last requests, one per connection, are still being served).
+    """
+    # The ELU's own clock (idle + active), so that ELU x 1e6 / req_per_s is exactly active time per request.
+    server_window_s = (elu["idle_ms"] + elu["active_ms"]) / 1000.0
+    server_requests = elu["requests"]
+    req_per_s = server_requests / server_window_s
+    cpu_us = elu["cpu_user_us"] + elu["cpu_system_us"]
+    return {
+        "req_per_s": req_per_s,
+        "client_req_per_s": load["requests"] / window_s,
+        "bytes_per_s": load["bytes"] / window_s,
+        "us_per_req_elu": elu["utilization"] * 1e6 / req_per_s,
+        "us_per_req_cpu": cpu_us / server_requests,
+        "server_cpu_util": cpu_us / (elu["wall_ms"] * 1000.0),
+    }
+
+
+def lockfile_versions(lock_path: Path, packages=("express", "fastify", "pg", "autocannon")) -> dict:
+    """Installed versions of the packages that matter, read from package-lock.json."""
+    lock = json.loads(Path(lock_path).read_text())
+    pkgs = lock.get("packages", {})
+    return {f"{name}_version": pkgs.get(f"node_modules/{name}", {}).get("version") for name in packages}
+
+
+def client_version(name: str, lockfile: Path) -> str:
+    """The load generator's version: autocannon's from the lockfile, wrk's and ab's from the program."""
+    if name == "autocannon":
+        return lockfile_versions(lockfile, ("autocannon",))["autocannon_version"] or "unknown"
+    from nodebench.harness.loadgen import program_version
+
+    return program_version(name)
+
+
+def cpu_model() -> str:
+    """The CPU model name from /proc/cpuinfo (or the platform's guess)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit(workdir: Path) -> str:
+    """HEAD of the pipeline's repository, with '-dirty' when tracked files differ."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=workdir, capture_output=True, text=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + ("-dirty" if dirty else "")
+
+
+def machine() -> dict:
+    """Host, CPU and kernel facts."""
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "kernel": platform.release(),
+    }
+
+
+def check_record(record: dict, schema_path: Path) -> None:
+    """Raise RunError if the record breaks its schema, so a bad record never counts as done."""
+    # Imported here: the measurement job loads them only once its processes are starting.
+    import fastjsonschema
+    import yaml
+
+    schema = yaml.safe_load(schema_path.read_text())
+    try:
+        fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})(record)
+    except fastjsonschema.JsonSchemaException as e:
+        raise RunError(f"the run record breaks {schema_path}: {e.message}") from None
+
+
+def build(o: dict, lockfile: Path) -> dict:
+    """The run record from what one measurement observed (measure.measure's `observed`)."""
+    cell, opts, client, out, elu, load = o["cell"], o["opts"], o["client"], o["out"], o["out"]["elu"], o["out"]["load"]
+    stop, window_s, workload = cell.stop, out["window_s"], o["workload"]
+    finished_at = datetime.now(UTC)
+    warmup_s = float(opts.warmup_s)
+    return {
+        "server": cell.server,
+        "workload": cell.workload,
+        "connections": cell.connections,
+        "repetition": cell.repetition,
+        "load_generator": cell.load_generator,
+        "load_generator_version": client_version(cell.load_generator, lockfile),
+        "client_threads": client.threads,
+        "client_cpu_capacity": float(min(client.threads, len(o["client_cpus"]))),
+        "stopping_rule": stop.rule,
+        "stop": stop.label,
+        "path": workload.path,
+        "warmup_s": warmup_s,
+        "duration_s": float(stop.value) if stop.rule == "duration" else None,
+        "requests_target": int(stop.value) if stop.rule == "count" else None,
+        "last_response_s": out["last_response_s"],
+        "first_connection_done_s": out["first_connection_done_s"],
+        "responses_at_first_done": out["responses_at_first_done"],
+        "client_samples": out["samples"],
+        "pool_size": opts.pool_size,
+        "window_s": window_s,
+        **load,
+        "warmup_requests": o["warm"]["requests"],
+        "answer_bytes": o["answer_bytes"],
+        "elu_idle_ms": elu["idle_ms"],
+        "elu_active_ms": elu["active_ms"],
+        "elu_utilization": elu["utilization"],
+        "elu_window_ms": elu["wall_ms"],
+        "server_requests": elu["requests"],
+        "server_cpu_user_us": elu["cpu_user_us"],
+        "server_cpu_system_us": elu["cpu_system_us"],
+        "client_cpu_user_us": out["client_cpu_user_us"],  # the load generator's own CPU over its run
+        "client_cpu_system_us": out["client_cpu_system_us"],
+        "client_cpu_util": (out["client_cpu_user_us"] + out["client_cpu_system_us"]) / (window_s * 1e6),
+        "db_counter": "pg_stat_statements.calls",
+        "db_queries": o["queries"],
+        "db_queries_per_request": o["queries"] / elu["requests"],
+        **derive(load, window_s, elu),
+        "cpu_shared": o["server_cpus"] == o["client_cpus"],
+        "server_cpus": ",".join(map(str, o["server_cpus"])),
+        "client_cpus": ",".join(map(str, o["client_cpus"])),
+        "db_cpus": ",".join(map(str, o["client_cpus"])) if o["database_mode"] == "embedded" else "",
+        "server_pid": o["who"]["pid"],
+        "server_exit_code": o["server_exit"],
+        "framework": o["who"]["framework"],
+        "framework_version": o["who"]["framework_version"],
+        "node_version": o["who"]["node_version"],
+        **lockfile_versions(lockfile),
+        "database_mode": o["database_mode"],
+        "database_dsn": o["database_dsn"],
+        "postgres_version": o["postgres_version"],
+        **machine(),
+        "pipeline_commit": git_commit(Path.cwd()),
+        "process_started_at": o["process_started_at"].isoformat(timespec="milliseconds"),
+        "started_at": o["started_at"].isoformat(timespec="milliseconds"),
+        "finished_at": finished_at.isoformat(timespec="milliseconds"),
+        # Everything this job's process spent besides the warm-up and the window: interpreter start and
+        # imports, starting and verifying, settling the query counter, stopping, writing this record.
+        "harness_overhead_s": (finished_at - o["process_started_at"]).total_seconds() - warmup_s - window_s,
+        **o["phases"].columns(),
+    }

@@ -1,0 +1,85 @@
+"""The server under test: start it pinned, wait for its readiness line, ask it who it is."""
+
+import http.client
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+from nodebench.harness import procs
+from nodebench.harness.errors import RunError
+from nodebench.harness.procs import tail
+
+READY_TIMEOUT_S = 20.0
+
+
+def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, str, bytes]:
+    """GET a path on the server: (status, content type, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        res = conn.getresponse()
+        return res.status, res.getheader("content-type", ""), res.read()
+    finally:
+        conn.close()
+
+
+def get_json(port: int, path: str, expect_status: int = 200):
+    """GET a path and parse its JSON answer, with RunError for anything else."""
+    try:
+        status, ctype, body = http_get(port, path)
+    except OSError as e:
+        raise RunError(f"GET {path} failed: {e}") from None
+    if status != expect_status:
+        raise RunError(f"GET {path} answered HTTP {status}, expected {expect_status}: {body[:200]!r}")
+    if not ctype.startswith("application/json"):
+        raise RunError(f"GET {path} answered content type {ctype!r}, expected application/json")
+    try:
+        return json.loads(body)
+    except ValueError:
+        raise RunError(f"GET {path} answered a body that is not JSON: {body[:200]!r}") from None
+
+
+def start(node: str, server_file: Path, env: dict, cpus: list[int], log_path: Path) -> subprocess.Popen:
+    """Start the server pinned to cpus; its stdout and stderr go to log_path."""
+    if shutil.which(node) is None:
+        raise RunError(f"config key 'node' is {node!r}, which is not an executable on PATH")
+    with open(log_path, "wb") as out:
+        return procs.spawn(
+            [node, str(server_file)],
+            cpus=cpus,
+            cwd=server_file.parent,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+
+
+def wait_ready(proc: subprocess.Popen, name: str, log_path: Path) -> None:
+    """Wait for the readiness line; fail with the server's own words if it exits first."""
+
+    def ready():
+        if proc.poll() is not None:
+            raise RunError(f"server {name} exited with status {proc.returncode} before it was ready: {tail(log_path)}")
+        try:
+            return any(line.startswith("READY ") for line in log_path.read_text(errors="replace").splitlines())
+        except OSError:
+            return False
+
+    try:
+        procs.wait_for(ready, READY_TIMEOUT_S, interval=0.005, what=f"server {name} to print READY")
+    except TimeoutError as e:
+        raise RunError(f"{e}: {tail(log_path)}") from None
+
+
+def check_identity(port: int, name: str, pid: int | None = None) -> dict:
+    """/__whoami must name the configuration asked for (and the same process, when pid is given)."""
+    who = get_json(port, "/__whoami")
+    if who.get("name") != name:
+        raise RunError(
+            f"the server on port {port} says it is {who.get('name')!r}, not {name!r}; refusing to measure it"
+        )
+    if pid is not None and who.get("pid") != pid:
+        raise RunError(f"the server on port {port} is now pid {who.get('pid')}, not pid {pid}: it was restarted")
+    return who

@@ -1,0 +1,118 @@
+"""Is the answer right, and did the run do the work it claims? Each check raises RunError naming the problem."""
+
+import json
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from nodebench.catalogue.workloads import Workload
+from nodebench.harness.errors import RunError
+from nodebench.harness.server import get_json, http_get
+
+if TYPE_CHECKING:
+    import psycopg
+
+
+def expected_answer(workload: Workload, admin: "psycopg.Connection", fixture: Path | None):
+    """What the workload's path must answer: its fixture file, or read independently of the server's SQL."""
+    if workload.answer_fixture:
+        return json.loads(fixture.read_text())
+    row = admin.execute(workload.answer_sql).fetchone()
+    if row is None or row[0] is None:
+        raise RunError(f"the database holds no answer for {workload.name} ({workload.path}); is the template seeded?")
+    return row[0]
+
+
+def verify_answers(port: int, workload: Workload, expected) -> None:
+    """The workload's answer equals what the database holds; each refused request gets its status."""
+    got = get_json(port, workload.path)
+    if got != expected:
+        raise RunError(
+            f"GET {workload.path} answered a body that differs from what the database holds:\n"
+            f"  got      {json.dumps(got)[:300]}\n  expected {json.dumps(expected)[:300]}"
+        )
+    for bad, status in workload.rejects:
+        got_status = http_get(port, bad)[0]
+        if got_status != status:
+            raise RunError(f"GET {bad} answered HTTP {got_status}, expected {status}")
+
+
+def raw_answer_size(port: int, path: str, request: bytes, timeout: float = 5.0) -> int:
+    """Bytes on the wire (status line, headers, body) of one answer to the request the load generator sends."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request)
+        data = b""
+
+        def complete() -> bool:
+            head, sep, body = data.partition(b"\r\n\r\n")
+            if not sep:
+                return False
+            fields = dict(line.lower().split(b":", 1) for line in head.split(b"\r\n")[1:] if b":" in line)
+            if b"content-length" in fields:
+                return len(body) >= int(fields[b"content-length"])
+            if fields.get(b"transfer-encoding", b"").strip() == b"chunked":
+                return body.endswith(b"0\r\n\r\n")
+            raise RunError(f"GET {path} answered with neither Content-Length nor chunked encoding")
+
+        while not complete():
+            chunk = sock.recv(65536)
+            if not chunk:
+                raise RunError(f"GET {path} closed the connection before its answer ended")
+            data += chunk
+        return len(data)
+
+
+def check_load(load: dict, phase: str = "measured window") -> None:
+    """Raise RunError if the load generator saw any error, timeout or non-2xx answer."""
+    problems = []
+    if load["errors"]:
+        problems.append(f"{load['errors']} errors")
+    if load["timeouts"]:
+        problems.append(f"{load['timeouts']} timeouts")
+    if load["non2xx"]:
+        bad = {k: v for k, v in (load.get("status_counts") or {}).items() if not k.startswith("2")}
+        detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
+        problems.append(f"{load['non2xx']} non-2xx responses" + (f" ({detail})" if detail else ""))
+    if load.get("mismatches"):
+        problems.append(f"{load['mismatches']} answers that differed from the expected body")
+    if problems:
+        raise RunError(f"the load generator saw {', '.join(problems)} during the {phase}; this run is not a result")
+    if load["requests"] <= 0:
+        raise RunError(f"the load generator completed no requests during the {phase}")
+
+
+def check_database(queries: int, server_requests: int, per_request: int) -> None:
+    """Raise RunError unless the database ran per_request queries for each request the server received."""
+    expected = server_requests * per_request
+    if queries != expected:
+        raise RunError(
+            f"the database ran {queries} workload queries for the {server_requests} requests the server received "
+            f"(expected {expected}); the workload did not do the work it claims"
+        )
+
+
+def check_bytes(received: int, responses: int, answer_size: int) -> None:
+    """Raise RunError unless every response was as long as the verified answer (headers and body)."""
+    if received != responses * answer_size:
+        raise RunError(
+            f"the load generator received {received} bytes in {responses} responses, but the verified answer is "
+            f"{answer_size} bytes (expected {responses * answer_size}): some answers differed from the verified one"
+        )
+
+
+def check_server_requests(server_requests: int, requests: int, connections: int) -> None:
+    """Raise RunError unless the server saw the client's requests plus at most one in flight per connection."""
+    if not (requests <= server_requests <= requests + connections):
+        raise RunError(
+            f"the server received {server_requests} requests in its window but the load generator counted "
+            f"{requests} (expected {requests} to {requests + connections}); something else is talking to it"
+        )
+
+
+def check_elu(elu: dict) -> None:
+    """Raise RunError when the server's ELU window is not a plausible measurement."""
+    u = elu["utilization"]
+    if not (0.0 < u <= 1.0):
+        raise RunError(f"the server reported event-loop utilization {u!r}, outside (0, 1]")
+    if elu["wall_ms"] <= 0:
+        raise RunError("the server's ELU window has no duration")

@@ -1,0 +1,24 @@
+"""write_summary: a scope's summary.md, the main matrix's tables or an experiment's report."""
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+
+from nodebench.render import experiment_report, markdown
+
+
+def main(sm) -> None:
+    runs, metrics = pd.read_parquet(sm.input.runs), pd.read_parquet(sm.input.metrics)
+    now = datetime.now(UTC)
+    if "stopping" in sm.input.keys():
+        stopping = pd.read_parquet(sm.input.stopping)
+        text = experiment_report.render(sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now)
+    else:
+        text = markdown.render(runs, metrics, pd.read_parquet(sm.input.scores), now)
+    Path(sm.output.summary).write_text(text)
+    Path(sm.log[0]).write_text(f"summary of {len(runs)} runs -> {sm.output.summary}\n")
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821

@@ -8,7 +8,7 @@ from nodebench.render.charts import CHARTS, save
 
 
 def main(sm) -> None:
-    tables = {name: pd.read_parquet(path) for name, path in sm.input.items()}
+    tables = {name: pd.read_parquet(path) for name, path in sm.input.items() if name != "code"}
     chart = CHARTS[sm.wildcards.chart](tables)
     out = sm.output
     save(chart, out.png, out.svg, out.html, out.spec)

@@ -2,17 +2,20 @@
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import planned_cells, render_in_chromium, snakemake
+from conftest import REPO, planned_cells, render_in_chromium, snakemake
+from nodebench.catalogue.workloads import WORKLOADS
+from nodebench.harness import procs, server
 
 
 def test_every_cell_of_the_matrix_was_measured(project: Path):
-    runs = pd.read_parquet(project / "data" / "runs.parquet")
+    runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
     assert len(runs) == 6
     assert set(zip(runs["workload"], runs["server"], strict=True)) == {
         (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "express", "fastify")
@@ -21,7 +24,7 @@ def test_every_cell_of_the_matrix_was_measured(project: Path):
 
 
 def test_windows_and_counts_line_up(project: Path):
-    runs = pd.read_parquet(project / "data" / "runs.parquet")
+    runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
     # The client's window is the configured second, give or take autocannon's start and its 1-s sample tick.
     assert ((runs["window_s"] > 0.9) & (runs["window_s"] < 1.6)).all()
     # The server's window holds the client's window plus the two window requests.
@@ -37,20 +40,20 @@ def test_windows_and_counts_line_up(project: Path):
 
 
 def test_database_did_the_work(project: Path):
-    runs = pd.read_parquet(project / "data" / "runs.parquet").set_index(["workload", "server"])
+    runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet").set_index(["workload", "server"])
     assert (runs.loc["empty", "db_queries"] == 0).all()
     assert (runs.loc["point-lookup", "db_queries"] == runs.loc["point-lookup", "server_requests"]).all()
 
 
 def test_server_and_client_ran_on_different_cpus(project: Path):
-    runs = pd.read_parquet(project / "data" / "runs.parquet")
+    runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
     for server_cpus, client_cpus in zip(runs["server_cpus"], runs["client_cpus"], strict=True):
         assert set(str(server_cpus).split(",")).isdisjoint(str(client_cpus).split(","))
     assert not runs["cpu_shared"].any()
 
 
 def test_records_carry_identity_and_provenance(project: Path):
-    runs = pd.read_parquet(project / "data" / "runs.parquet")
+    runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
     assert (runs["framework"].astype(str).replace({"node:http": "node-http"}) == runs["server"].astype(str)).all()
     assert runs["postgres_version"].astype(str).str.startswith("18").all()
     assert (runs["database_mode"] == "embedded").all()
@@ -60,11 +63,11 @@ def test_records_carry_identity_and_provenance(project: Path):
 
 
 def test_summary_and_manifest(project: Path):
-    summary = (project / "reports" / "summary.md").read_text()
+    summary = (project / "reports" / "overall" / "summary.md").read_text()
     assert "## empty" in summary and "## point-lookup" in summary
     assert "Measured on" in summary and "1.00x" in summary
     manifest = (project / "reports" / "all").read_text().split()
-    assert "data/runs.parquet" in manifest and "reports/summary.md" in manifest
+    assert "data/overall/runs.parquet" in manifest and "reports/overall/summary.md" in manifest
     assert len([m for m in manifest if m.startswith("data/runs/")]) == 6
     assert all((project / m).exists() for m in manifest)
 
@@ -83,7 +86,7 @@ def test_editing_one_server_replans_only_its_jobs(project: Path):
         res = snakemake(project, "--dry-run", "reports/all")
         assert res.returncode == 0, res.stdout[-3000:]
         assert planned_cells(res.stdout) == {("empty", "express"), ("point-lookup", "express")}
-        for rule in ("aggregate_runs", "write_summary", "list_outputs"):
+        for rule in ("aggregate_runs", "write_summary", "list_all_outputs"):
             assert rule in res.stdout
         assert "build_database_template" not in res.stdout
     finally:
@@ -92,23 +95,80 @@ def test_editing_one_server_replans_only_its_jobs(project: Path):
     assert "Nothing to be done" in snakemake(project, "--dry-run", "reports/all").stdout
 
 
+def planned_rules(output: str) -> set[str]:
+    """Names of the rules a dry-run planned."""
+    return set(re.findall(r"^(?:local)?rule (\w+):", output, re.MULTILINE))
+
+
+def replan_after_touching(project: Path, module: str) -> str:
+    """Dry-run reports/all after editing one file of the package (then put it back as it was)."""
+    path = project / module
+    original, stat = path.read_text(), path.stat()
+    try:
+        path.write_text(original + "# an edit\n")
+        res = snakemake(project, "--dry-run", "reports/all", "reports/tiny-study/all")
+        assert res.returncode == 0, res.stdout[-3000:]
+        return res.stdout
+    finally:
+        path.write_text(original)
+        os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
+def test_editing_a_render_module_replans_its_charts_and_nothing_measured(study: Path):
+    out = replan_after_touching(study, "scripts/nodebench/render/charts.py")
+    assert planned_cells(out) == set()
+    assert planned_rules(out) == {"plot_chart", "build_index_page", "list_outputs", "list_all_outputs"}
+
+
+def test_editing_the_metrics_replans_metrics_charts_and_summary_not_measurements(study: Path):
+    # headline() lives here: the summary and the charts both use it, so both must be redrawn.
+    out = replan_after_touching(study, "scripts/nodebench/analysis/metrics.py")
+    assert planned_cells(out) == set()
+    assert {"compute_metrics", "plot_chart", "write_summary", "build_index_page"} <= planned_rules(out)
+    assert "aggregate_runs" not in planned_rules(out)
+
+
+def test_editing_a_harness_module_replans_every_measurement(study: Path):
+    out = replan_after_touching(study, "scripts/nodebench/harness/verify.py")
+    assert planned_cells(out) == {("empty", s) for s in ("node-http", "express", "fastify")} | {
+        ("point-lookup", s) for s in ("node-http", "express", "fastify")
+    }
+    assert "build_database_template" not in planned_rules(out)
+
+
+def test_editing_the_wrk_script_replans_only_wrk_cells(study: Path):
+    out = replan_after_touching(study, "servers/loadgen/wrk-report.lua")
+    assert planned_rules(out) >= {"measure_run"}
+    assert re.findall(r"loadgen=(\w+)", out) == ["wrk"]
+
+
+def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):
+    moved = tmp_path / "elsewhere" / "checkout"
+    # cp -a keeps every file's mtime, as moving or re-cloning-and-restoring does.
+    moved.parent.mkdir(parents=True)
+    subprocess.run(["cp", "-a", str(study), str(moved)], check=True)
+    res = snakemake(moved, "--dry-run", "reports/all", "reports/tiny-study/all")
+    assert res.returncode == 0, res.stdout[-3000:]
+    assert "Nothing to be done" in res.stdout, res.stdout[-3000:]
+
+
 def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
-    cells = pd.read_parquet(project / "data" / "metrics.parquet")
+    cells = pd.read_parquet(project / "data" / "overall" / "metrics.parquet")
     assert len(cells) == 6 and set(cells["saturation"]) <= {"server-bound", "client-bound", "io-bound"}
     assert (cells.loc[cells["server"] == "express", "speedup_vs_express"] == 1.0).all()
-    scores = pd.read_parquet(project / "data" / "scores.parquet").set_index("server")
+    scores = pd.read_parquet(project / "data" / "overall" / "scores.parquet").set_index("server")
     assert scores.loc["node-http", "score"] == 100.0
     manifest = (project / "reports" / "all").read_text().split()
     for chart in ("cpu-per-request", "framework-share", "ratio-vs-express"):
         for ext in ("png", "svg", "html"):
             assert f"reports/overall/charts/{chart}.{ext}" in manifest
-    assert "reports/index.html" in manifest and "data/metrics.parquet" in manifest
-    summary = (project / "reports" / "summary.md").read_text()
+    assert "reports/overall/index.html" in manifest and "data/overall/metrics.parquet" in manifest
+    summary = (project / "reports" / "overall" / "summary.md").read_text()
     assert "## Framework share" in summary and "## Score" in summary
 
 
 def test_index_page_renders_every_chart_offline(project: Path, tmp_path: Path):
-    page = project / "reports" / "index.html"
+    page = project / "reports" / "overall" / "index.html"
     html = page.read_text()
     assert "<script src=" not in html and "https://" not in html.split("<script>")[0]
     dom, screenshot = render_in_chromium(page, tmp_path)
@@ -133,7 +193,7 @@ def test_redraw_without_measuring(project: Path):
     res = snakemake(project, "--dry-run", "reports/all", "--forcerun", "compute_metrics")
     assert res.returncode == 0, res.stdout[-3000:]
     assert planned_cells(res.stdout) == set()
-    assert "plot_cpu_per_request" in res.stdout and "build_index_page" in res.stdout
+    assert "plot_chart" in res.stdout and "build_index_page" in res.stdout
 
 
 def test_snakemake_report_is_offline(project: Path):
@@ -152,7 +212,7 @@ def study(project: Path) -> Path:
 
 
 def test_study_measures_counts_and_other_clients(study: Path):
-    runs = pd.read_parquet(study / "data/experiments/tiny-study/runs.parquet").astype({"load_generator": str})
+    runs = pd.read_parquet(study / "data/tiny-study/runs.parquet").astype({"load_generator": str})
     by = {(r.load_generator, str(r.stop)): r for r in runs.itertuples()}
     assert set(by) == {("autocannon", "1s"), ("autocannon", "2000req"), ("wrk", "1s"), ("ab", "2000req")}
     count = by[("autocannon", "2000req")]
@@ -178,7 +238,7 @@ def test_study_reuses_the_main_matrix_cell(study: Path):
 
 
 def test_study_report_has_the_arithmetic_and_the_client_comparison(study: Path):
-    stopping = pd.read_parquet(study / "data/experiments/tiny-study/stopping.parquet")
+    stopping = pd.read_parquet(study / "data/tiny-study/stopping.parquet")
     assert len(stopping) == 1 and stopping["duration_stop"].iloc[0] == "1s"
     row = stopping.iloc[0]
     assert row["unaccounted_s"] == pytest.approx(row["actual_s"] - row["expected_s"])
@@ -195,3 +255,27 @@ def test_study_report_has_the_arithmetic_and_the_client_comparison(study: Path):
         assert f"reports/tiny-study/charts/{chart}.svg" in manifest
     assert not any("duration-sweep" in m for m in manifest)
     assert all((study / m).exists() for m in manifest)
+
+
+def test_every_server_has_a_handler_for_every_catalogue_workload(project: Path, tmp_path: Path):
+    # No database behind the servers: a workload's route that exists answers (200, or 500 for the
+    # missing database); a 404 means the server has no handler for it.
+    servers = sorted(p.stem for p in (REPO / "servers").glob("*.js") if p.stem not in ("contract", "eslint.config"))
+    missing = []
+    for name in servers:
+        port = procs.free_port()
+        env = {"PATH": os.environ["PATH"], "PORT": str(port), "PGHOST": "127.0.0.1", "PGPORT": "1", "PGUSER": "x"}
+        log = tmp_path / f"{name}.log"
+        proc = server.start("node", project / "servers" / f"{name}.js", env, procs.job_cpus(), log)
+        try:
+            server.wait_ready(proc, name, log)
+            for workload in WORKLOADS.values():
+                status, _, body = server.http_get(port, workload.path)
+                if status == 404:
+                    missing.append(f"{name} has no handler for {workload.name!r} (GET {workload.path}: {body!r})")
+        finally:
+            procs.stop(proc)
+    assert not missing, (
+        "every server in servers/ must answer every workload in nodebench/catalogue/workloads.py "
+        "(see the README, 'Adding a workload'):\n" + "\n".join(missing)
+    )

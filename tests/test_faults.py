@@ -120,7 +120,8 @@ def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
     saved = rec.read_bytes()
     # As if the run had been interrupted before this cell and everything downstream of it.
     log = project / "data/logs/measure/point-lookup/fastify/c10/autocannon-1s/r1.log"
-    for path in [rec, log, *(project / p for p in ("data/runs.parquet", "reports/summary.md", "reports/all"))]:
+    downstream = ("data/overall/runs.parquet", "reports/overall/summary.md", "reports/all")
+    for path in [rec, log, *(project / p for p in downstream)]:
         path.unlink()
     proc = subprocess.Popen(
         [sys.executable, "-m", "snakemake", "--cores", "1", "reports/all"],

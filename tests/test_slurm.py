@@ -272,8 +272,8 @@ def test_measurements_run_as_slurm_jobs(slurm: Cluster, project: Path, tmp_path:
     print(f"\nSLURM run of {len(SLURM_CELLS)} cells: {wall_s:.0f} s; one measurement job: {measure_sbatch[0]}")
 
     # Outputs of the same kind as the local run's: same columns and types, same files.
-    runs = pd.read_parquet(dest / "data" / "runs.parquet")
-    local = pd.read_parquet(project / "data" / "runs.parquet")
+    runs = pd.read_parquet(dest / "data" / "overall" / "runs.parquet")
+    local = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
     assert list(runs.columns) == list(local.columns)
     assert runs.dtypes.astype(str).to_dict() == local.dtypes.astype(str).to_dict()
     assert set(zip(runs["workload"], runs["server"], strict=True)) == SLURM_CELLS
@@ -281,7 +281,7 @@ def test_measurements_run_as_slurm_jobs(slurm: Cluster, project: Path, tmp_path:
     assert manifest_kinds((dest / "reports" / "all").read_text()) == manifest_kinds(
         (project / "reports" / "all").read_text()
     )
-    assert "## point-lookup" in (dest / "reports" / "summary.md").read_text()
+    assert "## point-lookup" in (dest / "reports" / "overall" / "summary.md").read_text()
     assert not leftovers(dest)
 
 

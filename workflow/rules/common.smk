@@ -1,8 +1,15 @@
+import os
 import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(workflow.basedir) / "scripts"))
+# This checkout's nodebench package, here and in every job (jobs inherit PYTHONPATH), even
+# when the virtual environment has another checkout's installed in editable mode.
+SCRIPTS = str(Path(workflow.basedir) / "scripts")
+sys.path.insert(0, SCRIPTS)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    filter(None, [SCRIPTS, os.environ.get("PYTHONPATH")])
+)
 from nodebench import codegraph  # noqa: E402
 from nodebench.catalogue.clients import CLIENTS, PROGRAMS, Stop, problems  # noqa: E402
 from nodebench.catalogue.workloads import (

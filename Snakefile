@@ -4,6 +4,8 @@ min_version("9.0")
 
 
 configfile: "config.yaml"
+# The experiments beside the main matrix, each with its own target (reports/<name>/all).
+configfile: "experiments.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
@@ -31,6 +33,7 @@ localrules:
     probe_load_generator,
     aggregate_runs,
     compute_metrics,
+    compute_scores,
     compute_stopping,
     plot_chart,
     write_summary,

@@ -1,10 +1,10 @@
-"""compute_metrics: a scope's per-cell metrics and per-server scores."""
+"""compute_metrics: a scope's per-cell metrics."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from nodebench.analysis.metrics import compute_metrics, geomean_scores
+from nodebench.analysis.metrics import compute_metrics
 
 
 def main(sm) -> None:
@@ -14,7 +14,6 @@ def main(sm) -> None:
     if sm.params.workloads is not None:
         metrics = metrics[metrics["workload"].isin(sm.params.workloads)].reset_index(drop=True)
     metrics.to_parquet(sm.output.metrics, index=False)
-    geomean_scores(metrics).to_parquet(sm.output.scores, index=False)
     Path(sm.log[0]).write_text(f"{len(runs)} runs -> {len(metrics)} cells\n")
 
 

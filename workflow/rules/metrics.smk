@@ -5,13 +5,27 @@ rule compute_metrics:
         code=code("compute_metrics.py"),
     output:
         metrics="data/{scope}/metrics.parquet",
-        scores="data/{scope}/scores.parquet",
     log:
         "data/logs/compute_metrics/{scope}.log",
     params:
         workloads=lambda wc: scope_workloads(wc.scope),
     script:
         "../../scripts/compute_metrics.py"
+
+
+# The score ranks servers over the matrix's workloads; an experiment has no such ranking.
+rule compute_scores:
+    input:
+        metrics="data/{matrix}/metrics.parquet",
+        code=code("compute_scores.py"),
+    output:
+        scores="data/{matrix}/scores.parquet",
+    log:
+        "data/logs/compute_scores/{matrix}.log",
+    wildcard_constraints:
+        matrix="|".join(map(re.escape, ["overall", *WORKLOADS])),
+    script:
+        "../../scripts/compute_scores.py"
 
 
 # Only experiments have fixed-count runs to set against fixed-duration ones.

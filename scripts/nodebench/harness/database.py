@@ -181,7 +181,7 @@ WHERE d.datname = current_database()
 """
 
 
-def settled_count(admin: psycopg.Connection, timeout: float = 10.0, interval: float = 0.01, steady_reads: int = 3):
+def settled_count(admin: psycopg.Connection, timeout: float = 10.0, interval: float = 0.02, steady_reads: int = 3):
     """The workload-query counter once it stops moving.
 
     Requests still queued for the pool when a load run ends finish their queries a

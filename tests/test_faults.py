@@ -112,7 +112,8 @@ def test_unknown_workload_is_rejected(tmp_path: Path):
     bad.write_text("workloads:\n  lists: {connections: [10]}\n")
     proj = make_project(tmp_path / "p")
     res = snakemake(proj, "--dry-run", "reports/all", "--configfile", str(bad))
-    assert_failed(res, "'lists' was unexpected")
+    assert_failed(res, "names workload 'lists', which is not in the catalogue")
+    assert "available: empty, point-lookup, list" in res.stdout
 
 
 def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):

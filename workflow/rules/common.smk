@@ -46,11 +46,25 @@ def check_servers(names):
         )
 
 
+def check_workloads(names, where):
+    """Fail before any job runs when config names a workload the catalogue does not have."""
+    unknown = [n for n in names if n not in CATALOGUE]
+    if unknown:
+        raise WorkflowError(
+            f"config key '{where}' names workload {', '.join(map(repr, unknown))}, which is not in the "
+            f"catalogue (scripts/nodebench/catalogue/workloads.py); available: {', '.join(CATALOGUE)}"
+        )
+
+
 EXPERIMENTS = config.get("experiments") or {}
 check_servers(config["servers"])
+check_workloads(config["workloads"], "workloads")
 for _name, _experiment in EXPERIMENTS.items():
-    for _matrix in _experiment["matrices"]:
+    for _i, _matrix in enumerate(_experiment["matrices"]):
         check_servers(_matrix["servers"])
+        check_workloads(
+            _matrix["workloads"], f"experiments.{_name}.matrices[{_i}].workloads"
+        )
 
 
 def check_experiments():

@@ -237,3 +237,36 @@ def test_machine_line_names_every_commit_and_version():
     records[0]["pipeline_commit"], records[0]["node_version"] = "aaa111", "v22.0.0"
     line = markdown.machine_line(aggregate.to_frame(records, RUN_SCHEMA))
     assert "aaa111, synthetic" in line and "v20.0.0, v22.0.0" in line
+
+
+class CountingAdmin:
+    """A stand-in for the admin connection: the query counter reads these values in turn, then the last."""
+
+    def __init__(self, values):
+        self.values, self.reads = list(values), 0
+
+    def execute(self, sql):
+        value = self.values[min(self.reads, len(self.values) - 1)]
+        self.reads += 1
+        return type("Cursor", (), {"fetchone": lambda _self: (value,)})()
+
+
+def test_query_counter_waits_for_stragglers_until_it_settles():
+    admin = CountingAdmin([100, 104, 109, 110, 110, 110, 110])
+    assert verify.settled_count(admin, interval=0.001) == 110
+    assert admin.reads == 7  # up to 110, then three more reads that agree with it
+
+
+def test_query_counter_after_the_window_stops_once_it_reaches_the_expected_count():
+    admin = CountingAdmin([100, 140, 150, 150, 150])
+    assert verify.settled_count(admin, expected=150, interval=0.001) == 150
+    assert admin.reads == 4  # up to 150, then one read that confirms it
+
+
+def test_query_counter_past_the_expected_count_settles_and_reports_it():
+    # Something else ran queries: the counter is read as it settles, and the check names the difference.
+    admin = CountingAdmin([100, 160, 170, 170, 170, 170])
+    got = verify.settled_count(admin, expected=150, interval=0.001)
+    assert got == 170
+    with pytest.raises(errors.RunError, match="ran 70 workload queries"):
+        verify.check_database(got - 100, 50, 1)

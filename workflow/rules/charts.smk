@@ -14,5 +14,8 @@ rule plot_chart:
         spec="reports/{scope}/charts/{chart}.vl.json",
     log:
         "data/logs/plot_chart/{scope}/{chart}.log",
+    params:
+        # For the captions (workflow/report/charts.rst), worded from the one place they are set.
+        **CAPTION_THRESHOLDS,
     script:
         "../../scripts/plot_chart.py"

@@ -17,6 +17,7 @@ from nodebench.catalogue.workloads import (
     WORKLOADS as CATALOGUE,
 )  # noqa: E402
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS  # noqa: E402
+from nodebench.catalogue import thresholds  # noqa: E402
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
 # Shared code in servers/ that is not a server configuration; names with other
@@ -116,6 +117,13 @@ EMBEDDED = not config["database"].get("dsn")
 DATABASE_INFO = "data/database/database.json"
 TEMPLATE = "data/database/template"
 NODE_MODULES = "servers/node_modules/.nodebench-installed"
+
+
+CAPTION_THRESHOLDS = {
+    "confidence": thresholds.pct(thresholds.CONFIDENCE),
+    "server_bound_elu": thresholds.pct(thresholds.SERVER_BOUND_ELU),
+    "headline_connections": thresholds.HEADLINE_CONNECTIONS,
+}
 
 
 def code(script):

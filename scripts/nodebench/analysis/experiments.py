@@ -225,10 +225,10 @@ EDGE_CPU = 0.8
 def held_back(metrics: pd.DataFrame) -> pd.DataFrame:
     """Cells where the client, not the server, set the pace, judged against the other clients.
 
-    A cell is held back when its server was not saturated (ELU below 95 %) while another
+    A cell is held back when its server was not saturated (ELU below SERVER_BOUND_ELU) while another
     client drove the same server on the same workload and connections to more req/s,
-    with the two 95 % intervals apart: the server had room, this client did not use it.
-    The rule-based verdict (client CPU at 90 % of its cores) misses a client that limits
+    with the two intervals (CONFIDENCE) apart: the server had room, this client did not use it.
+    The rule-based verdict (client CPU at CLIENT_BOUND_CPU of its cores) misses a client that limits
     below that, e.g. through its per-request latency on a CPU it shares.
     """
     m = as_strings(metrics)

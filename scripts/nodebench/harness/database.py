@@ -170,30 +170,3 @@ def dsn_environment(dsn: str, environ) -> dict:
             raise RunError(f"database.dsn uses {key!r}, which the servers' driver cannot be given; remove it")
         env[DSN_ENV[key]] = str(value)
     return env
-
-
-# The workload queries the servers ran, from pg_stat_statements: the proof that the database did the work.
-QUERY_COUNTER_SQL = """
-SELECT coalesce(sum(s.calls), 0)::bigint
-FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
-WHERE d.datname = current_database()
-  AND s.query ILIKE '%from users%' AND s.query NOT ILIKE '%pg_stat_statements%'
-"""
-
-
-def settled_count(admin: psycopg.Connection, timeout: float = 10.0, interval: float = 0.02, steady_reads: int = 3):
-    """The workload-query counter once it stops moving.
-
-    Requests still queued for the pool when a load run ends finish their queries a
-    little later; reading the counter only after it settles keeps those queries in
-    the run they belong to (warm-up before the window, the window after it).
-    """
-    deadline = time.monotonic() + timeout
-    last = admin.execute(QUERY_COUNTER_SQL).fetchone()[0]
-    steady = 0
-    while steady < steady_reads and time.monotonic() < deadline:
-        time.sleep(interval)
-        now = admin.execute(QUERY_COUNTER_SQL).fetchone()[0]
-        steady = steady + 1 if now == last else 0
-        last = now
-    return last

@@ -7,6 +7,7 @@ the database driver while all three boot. Every phase's wall time goes into the 
 
 import os
 import shutil
+import subprocess
 import tempfile
 import time
 from contextlib import ExitStack
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from nodebench.catalogue.clients import Stop
 from nodebench.catalogue.workloads import WORKLOADS
-from nodebench.harness import loadgen, pgcluster, procs, server
+from nodebench.harness import loadgen, pgcluster, procs, record, server, verify
 from nodebench.harness.errors import RunError
 from nodebench.harness.procs import tail
 
@@ -84,17 +85,129 @@ def ports(opts: Options) -> tuple[int, int]:
     return server_port, db_port
 
 
-def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
-    """Run one cell end to end and return its run record; raise RunError if it is not a result."""
-    phases = Phases()
-    started_at = datetime.now(UTC)
+@dataclass
+class Started:
+    """What start() left running for one cell, all of it ready."""
+
+    proc: subprocess.Popen
+    server_log: Path
+    port: int
+    client: object
+    admin_conninfo: str
+    database_mode: str
+
+
+def split_cpus(opts: Options) -> tuple[list[int], list[int]]:
+    """The server's CPU and the client's, from the job's own affinity mask (never fixed ids)."""
     cpus = procs.job_cpus()
     if len(cpus) < 2 and not opts.allow_shared_cpu:
         raise RunError(
             f"the job may run only on CPU {cpus}: the server and the load generator would share it and its ELU "
             "would count the client's time; give the job two or more CPUs (or set allow_shared_cpu: true)"
         )
-    server_cpus, client_cpus = procs.split_cpus(cpus)
+    return procs.split_cpus(cpus)
+
+
+def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[int]], stack: ExitStack, log):
+    """Start the server, the load generator and the database, in that order, and wait until all are ready.
+
+    Neither the server (its pool connects on the first query) nor the load generator
+    needs the database to boot, so the template copy and PostgreSQL's start overlap
+    with theirs, and so does importing the database driver.
+    """
+    server_cpus, client_cpus = cpus
+    port, db_port = ports(opts)
+    dsn = opts.database.get("dsn") or ""
+    scratch = Path(tempfile.mkdtemp(prefix="nodebench-", dir=pgcluster.scratch_base(opts.scratch_dir)))
+    stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+    if dsn:
+        from nodebench.harness.database import dsn_environment
+
+        cluster, db_env, admin_conninfo = None, dsn_environment(dsn, os.environ), dsn
+    else:
+        cluster = pgcluster.JobCluster(
+            paths.template, scratch, opts.database.get("run_as", "nobody"),
+            opts.database.get("settings", {}), client_cpus, db_port,
+        )  # fmt: skip
+        db_env, admin_conninfo = cluster.app_env, cluster.admin_conninfo
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PORT": str(port),
+        "NODE_ENV": "production",
+        "NODEBENCH_POOL_SIZE": str(opts.pool_size),
+        **db_env,
+    }
+    server_log = scratch / "server.log"
+    proc = server.start(opts.node, paths.server_file, env, server_cpus, server_log)
+    stack.callback(procs.stop, proc)
+    workload = WORKLOADS[cell.workload]
+    target = loadgen.Target("127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch)
+    client = loadgen.make(
+        cell.load_generator, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file,
+        elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
+        stack=stack,
+    )  # fmt: skip
+    if cluster is not None:
+        stack.callback(cluster.stop)
+        cluster.start()
+    mode = "dsn" if dsn else "embedded"
+    log(f"server {cell.server}, load generator {cell.load_generator} and database ({mode}) starting")
+    import psycopg  # noqa: F401  (here: it loads while the three processes boot)
+
+    if cluster is not None:
+        cluster.wait_ready()
+    log("database ready")
+    server.wait_ready(proc, cell.server, server_log)
+    # Everything booted on any of the job's CPUs; from here on, only the server runs on its own.
+    # This harness polls while the server runs: keep it off the server's CPU too.
+    os.sched_setaffinity(0, client_cpus)
+    client.pin()
+    log("server ready")
+    return Started(proc, server_log, port, client, admin_conninfo, mode)
+
+
+def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int]:
+    """The measured run between two settled reads of the query counter: (its output, queries it cost)."""
+    stop = cell.stop
+    q0 = verify.settled_count(admin)
+    phases.done("settle")
+    # A fixed count has no known end: allow it a generous floor of 30 requests per second.
+    limit = stop.value + 60 if stop.rule == "duration" else max(600.0, stop.value / 30)
+    try:
+        out = s.client.measure(limit)
+    except RunError:
+        if s.proc.poll() is not None:
+            raise RunError(
+                f"server {cell.server} exited with status {s.proc.returncode} during the measured "
+                f"window: {tail(s.server_log)}"
+            ) from None
+        raise
+    phases.done("window")
+    q1 = verify.settled_count(
+        admin, expected=q0 + out["elu"]["requests"] * WORKLOADS[cell.workload].queries_per_request
+    )
+    phases.done("settle")
+    return out, q1 - q0
+
+
+def check_window(cell: Cell, s: Started, out: dict, queries: int, answer_bytes: int) -> None:
+    """Every check of the measured run; each raises RunError naming what failed."""
+    if s.proc.poll() is not None:
+        raise RunError(f"server {cell.server} exited with status {s.proc.returncode} during the measured window")
+    server.check_identity(s.port, cell.server, s.proc.pid)
+    load, elu = out["load"], out["elu"]
+    verify.check_load(load)
+    verify.check_elu(elu)
+    verify.check_server_requests(elu["requests"], load["requests"], cell.connections)
+    verify.check_bytes(load["bytes"], load["requests"], answer_bytes)
+    verify.check_database(queries, elu["requests"], WORKLOADS[cell.workload].queries_per_request)
+
+
+def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
+    """Run one cell end to end and return its run record; raise RunError if it is not a result."""
+    phases = Phases()
+    started_at = datetime.now(UTC)
+    server_cpus, client_cpus = split_cpus(opts)
     workload = WORKLOADS[cell.workload]
     stop = cell.stop
     what = f"window {stop.value:g} s" if stop.rule == "duration" else f"{int(stop.value):,} requests"
@@ -102,118 +215,49 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         f"start {cell.label()}: warm-up {opts.warmup_s:g} s, {what} with {cell.load_generator}, "
         f"server CPU {server_cpus}, client CPU {client_cpus}"
     )
-    port, db_port = ports(opts)
-    dsn = opts.database.get("dsn") or ""
     with ExitStack() as stack:
-        scratch = Path(tempfile.mkdtemp(prefix="nodebench-", dir=pgcluster.scratch_base(opts.scratch_dir)))
-        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
-        if dsn:
-            from nodebench.harness.database import dsn_environment
-
-            cluster, db_env, admin_conninfo = None, dsn_environment(dsn, os.environ), dsn
-        else:
-            cluster = pgcluster.JobCluster(
-                paths.template, scratch, opts.database.get("run_as", "nobody"),
-                opts.database.get("settings", {}), client_cpus, db_port,
-            )  # fmt: skip
-            db_env, admin_conninfo = cluster.app_env, cluster.admin_conninfo
-        env = {
-            "PATH": os.environ.get("PATH", ""),
-            "PORT": str(port),
-            "NODE_ENV": "production",
-            "NODEBENCH_POOL_SIZE": str(opts.pool_size),
-            **db_env,
-        }
-        # The server's pool connects on its first query, so the server can boot while the database starts.
-        server_log = scratch / "server.log"
-        proc = server.start(opts.node, paths.server_file, env, server_cpus, server_log)
-        stack.callback(procs.stop, proc)
-        target = loadgen.Target("127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch)
-        client = loadgen.make(
-            cell.load_generator, target, stop, opts.warmup_s, node=opts.node, file=paths.client_file,
-            elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
-            stack=stack,
-        )  # fmt: skip
-        if cluster is not None:
-            stack.callback(cluster.stop)
-            cluster.start()
-        log(
-            f"server {cell.server}, load generator {cell.load_generator} and database "
-            f"({'dsn' if dsn else 'embedded'}) starting"
-        )
-        import psycopg  # here: it loads while the three processes boot
-
-        from nodebench.harness import database, record, verify
-
-        if cluster is not None:
-            cluster.wait_ready()
-        log("database ready")
-        server.wait_ready(proc, cell.server, server_log)
-        # Everything booted on any of the job's CPUs; from here on, only the server runs on its own.
-        # This harness polls while the server runs: keep it off the server's CPU too.
-        os.sched_setaffinity(0, client_cpus)
-        client.pin()
+        s = start(cell, opts, paths, (server_cpus, client_cpus), stack, log)
         phases.done("start")
-        log("server ready")
-        who = server.check_identity(port, cell.server, proc.pid)
-        admin = stack.enter_context(psycopg.connect(admin_conninfo, autocommit=True))
-        pg_version = admin.execute("SHOW server_version").fetchone()[0]
-        verify.verify_answers(port, workload, verify.expected_answer(workload, admin, paths.answer_fixture))
-        answer_bytes = verify.raw_answer_size(port, workload.path, client.request_head())
-        phases.done("verify")
-        log(f"server {who} verified on port {port}; {answer_bytes} bytes per answer to {cell.load_generator}")
+        import psycopg
 
-        warm = client.warmup() or {"requests": 0}
+        who = server.check_identity(s.port, cell.server, s.proc.pid)
+        admin = stack.enter_context(psycopg.connect(s.admin_conninfo, autocommit=True))
+        pg_version = admin.execute("SHOW server_version").fetchone()[0]
+        verify.verify_answers(s.port, workload, verify.expected_answer(workload, admin, paths.answer_fixture))
+        answer_bytes = verify.raw_answer_size(s.port, workload.path, s.client.request_head())
+        phases.done("verify")
+        log(f"server {who} verified on port {s.port}; {answer_bytes} bytes per answer to {cell.load_generator}")
+        warm = s.client.warmup() or {"requests": 0}
         if opts.warmup_s > 0:
             verify.check_load(warm, phase="warm-up")
         phases.done("warmup")
         log(f"warm-up done: {warm['requests']} requests")
-        q0 = database.settled_count(admin)
-        phases.done("settle")
-        # A fixed count has no known end: allow it a generous floor of 30 requests per second.
-        limit = stop.value + 60 if stop.rule == "duration" else max(600.0, stop.value / 30)
-        try:
-            out = client.measure(limit)
-        except RunError:
-            if proc.poll() is not None:
-                raise RunError(
-                    f"server {cell.server} exited with status {proc.returncode} during the measured "
-                    f"window: {tail(server_log)}"
-                ) from None
-            raise
-        phases.done("window")
-        q1 = database.settled_count(admin)
-        phases.done("settle")
+        out, queries = run_window(cell, s, admin, phases)
         log(f"window closed: {out['window_s']:.3f} s")
-        if proc.poll() is not None:
-            raise RunError(f"server {cell.server} exited with status {proc.returncode} during the measured window")
-        server.check_identity(port, cell.server, proc.pid)
-        load, elu = out["load"], out["elu"]
-        verify.check_load(load)
-        verify.check_elu(elu)
-        verify.check_server_requests(elu["requests"], load["requests"], cell.connections)
-        verify.check_bytes(load["bytes"], load["requests"], answer_bytes)
-        verify.check_database(q1 - q0, elu["requests"], workload.queries_per_request)
-        server_exit = procs.stop(proc)
+        check_window(cell, s, out, queries, answer_bytes)
+        server_exit = procs.stop(s.proc)
         log(f"server stopped ({server_exit})")
         if server_exit != 0:
             log(f"warning: server exited with status {server_exit} on SIGTERM (expected a graceful 0)")
     phases.done("stop")
+    dsn = opts.database.get("dsn") or ""
+    if dsn:
+        from nodebench.harness.database import redacted_dsn
     observed = {
         "cell": cell,
         "opts": opts,
         "workload": workload,
-        "client": client,
+        "client": s.client,
         "client_cpus": client_cpus,
         "server_cpus": server_cpus,
         "out": out,
         "warm": warm,
         "answer_bytes": answer_bytes,
-        "queries": q1 - q0,
+        "queries": queries,
         "who": who,
         "server_exit": server_exit,
-        "database_mode": "dsn" if dsn else "embedded",
-        "database_dsn": database.redacted_dsn(dsn) if dsn else "",
+        "database_mode": s.database_mode,
+        "database_dsn": redacted_dsn(dsn) if dsn else "",
         "postgres_version": pg_version,
         "process_started_at": procs.process_started_at(),
         "started_at": started_at,

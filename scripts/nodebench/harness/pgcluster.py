@@ -192,7 +192,7 @@ def wait_ready(proc: subprocess.Popen, port: int, log_path: Path, timeout: float
             return False
 
     try:
-        procs.wait_for(ready, timeout, interval=0.03, what=f"PostgreSQL on port {port}")
+        procs.wait_for(ready, timeout, interval=0.005, what=f"PostgreSQL on port {port}")
     except TimeoutError as e:
         raise DatabaseError(f"{e}\n{log_tail(log_path)}") from None
 

@@ -2,6 +2,7 @@
 
 import json
 import socket
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -116,3 +117,47 @@ def check_elu(elu: dict) -> None:
         raise RunError(f"the server reported event-loop utilization {u!r}, outside (0, 1]")
     if elu["wall_ms"] <= 0:
         raise RunError("the server's ELU window has no duration")
+
+
+# The workload queries the servers ran, from pg_stat_statements: the proof that the database did the work.
+QUERY_COUNTER_SQL = """
+SELECT coalesce(sum(s.calls), 0)::bigint
+FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
+WHERE d.datname = current_database()
+  AND s.query ILIKE '%from users%' AND s.query NOT ILIKE '%pg_stat_statements%'
+"""
+
+
+def settled_count(
+    admin: "psycopg.Connection",
+    expected: int | None = None,
+    timeout: float = 10.0,
+    interval: float = 0.02,
+    steady_reads: int = 3,
+) -> int:
+    """The workload-query counter once it stops moving.
+
+    Requests still queued for the pool when a load run ends finish their queries a
+    little later; reading the counter only after it settles keeps those queries in
+    the run they belong to (warm-up before the window, the window after it). After the
+    window the count the server's requests must have cost is known (`expected`): once
+    the counter reaches it, one read an interval later that finds it unchanged is enough.
+    A counter that never reaches it is read as it settles, and check_database names the
+    difference.
+    """
+    deadline = time.monotonic() + timeout
+    last = admin.execute(QUERY_COUNTER_SQL).fetchone()[0]
+    if expected is not None:
+        reach_by = time.monotonic() + min(timeout, 2.0)
+        while last < expected and time.monotonic() < reach_by:
+            time.sleep(0.005)
+            last = admin.execute(QUERY_COUNTER_SQL).fetchone()[0]
+        if last == expected:
+            steady_reads = 1
+    steady = 0
+    while steady < steady_reads and time.monotonic() < deadline:
+        time.sleep(interval)
+        now = admin.execute(QUERY_COUNTER_SQL).fetchone()[0]
+        steady = steady + 1 if now == last else 0
+        last = now
+    return last

@@ -1,5 +1,6 @@
 """Bad input and faults: each one fails with a message that names it, leaving nothing behind."""
 
+import fcntl
 import json
 import os
 import shutil
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import psycopg
@@ -224,3 +226,58 @@ def test_existing_server_through_a_dsn(tmp_path: Path, external_postgres: int):
     assert rec["database_mode"] == "dsn" and f"port={external_postgres}" in rec["database_dsn"]
     assert rec["db_queries"] == rec["server_requests"]
     assert not leftovers(proj)
+
+
+TWO_CELLS = """\
+servers: [node-http, fastify]
+workloads:
+  empty: {connections: [10]}
+warmup_s: 1
+duration_s: 1
+repetitions: 1
+database:
+  rows: 20000
+"""
+
+
+def test_two_checkouts_never_measure_at_once(tmp_path: Path):
+    checkouts = [make_project(tmp_path / name, TWO_CELLS) for name in ("a", "b")]
+    for project in checkouts:  # packages and template first, so that the two runs below overlap in measuring
+        res = snakemake(project, "servers/node_modules/.nodebench-installed", "data/database/database.json")
+        assert res.returncode == 0, res.stdout[-3000:]
+    cmd = [sys.executable, "-m", "snakemake", "--cores", "1", "reports/empty/all"]
+    runs = [
+        subprocess.Popen(cmd, cwd=p, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for p in checkouts
+    ]
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    for run, out in zip(runs, outputs, strict=True):
+        assert run.returncode == 0, out[-3000:]
+    waited = [line for out in outputs for line in out.splitlines() if "waiting for the measurement lock" in line]
+    assert waited and "held by pid" in waited[0] and "checkout" in waited[0]
+    records = [json.loads(f.read_text()) for p in checkouts for f in (p / "data" / "runs").rglob("*.json")]
+    assert len(records) == 4
+
+    def at(stamp: str) -> float:
+        return datetime.fromisoformat(stamp).timestamp()
+
+    # Each job's part under the lock, from taking it to the end of its stop phase (the record is built
+    # after): no two overlap, within the timestamps' millisecond.
+    def held(r: dict) -> tuple[float, float]:
+        phases = sum(v for k, v in r.items() if k.startswith("phase_"))
+        return at(r["started_at"]) + r["phase_lock_s"], at(r["started_at"]) + phases
+
+    spans = sorted(held(r) for r in records)
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert end <= start + 0.002, spans
+    assert sum(r["phase_lock_s"] > 0.5 for r in records) >= 1
+
+    # Asked not to wait, a job fails at once and says who holds the lock.
+    lock = os.open(procs.measurement_lock_path(), os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        env = {**os.environ, "NODEBENCH_MEASURE_LOCK_WAIT": "0"}
+        res = snakemake(checkouts[0], "--forcerun", "measure_run", "reports/empty/all", env=env)
+    finally:
+        os.close(lock)
+    assert_failed(res, "another measurement is running on this machine")
+    assert leftovers(checkouts[0]) == []

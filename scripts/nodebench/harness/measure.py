@@ -62,7 +62,7 @@ class Paths:
 class Phases:
     """Wall time of each phase of one job, for the record's per-phase breakdown."""
 
-    NAMES = ("start", "verify", "warmup", "settle", "window", "stop")
+    NAMES = ("lock", "start", "verify", "warmup", "settle", "window", "stop")
 
     def __init__(self):
         self.seconds = dict.fromkeys(self.NAMES, 0.0)
@@ -216,6 +216,9 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         f"server CPU {server_cpus}, client CPU {client_cpus}"
     )
     with ExitStack() as stack:
+        # One measurement at a time on this machine, whichever checkout, user or Snakemake started it.
+        stack.enter_context(procs.one_measurement_per_machine(cell.label(), progress))
+        phases.done("lock")
         s = start(cell, opts, paths, (server_cpus, client_cpus), stack, log)
         phases.done("start")
         import psycopg

@@ -1,16 +1,18 @@
 """Child processes that cannot outlive the job: pinned, tied to their parent, stopped on every path."""
 
 import ctypes
+import fcntl
 import os
 import pwd
 import signal
 import socket
 import subprocess
 import time
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
-from nodebench.harness.errors import PortInUseError
+from nodebench.harness.errors import PortInUseError, RunError
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -163,3 +165,48 @@ def process_started_at(pid: str = "self") -> datetime:
         int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
     )
     return datetime.fromtimestamp(boot + int(fields[19]) / os.sysconf("SC_CLK_TCK"), UTC)
+
+
+def measurement_lock_path() -> Path:
+    """The machine-wide measurement lock: one file every checkout and user of this machine shares (not $TMPDIR)."""
+    return Path(os.environ.get("NODEBENCH_MEASURE_LOCK", "/tmp/nodebench.lock"))
+
+
+@contextmanager
+def one_measurement_per_machine(label: str, progress, wait: bool | None = None):
+    """Hold the machine's measurement lock while the body runs: no two measurements overlap.
+
+    flock(2) on a shared file: the kernel releases it when its holder exits, however it
+    exits, so a lock a killed job left behind is simply free. The holder writes who it is
+    (pid, cell, checkout) into the file for whoever waits. wait=False (or the environment
+    variable NODEBENCH_MEASURE_LOCK_WAIT=0) fails at once instead of waiting.
+    """
+    if wait is None:
+        wait = os.environ.get("NODEBENCH_MEASURE_LOCK_WAIT", "1") != "0"
+    path = measurement_lock_path()
+    try:
+        fd, writable = os.open(path, os.O_RDWR | os.O_CREAT, 0o666), True
+    except PermissionError:  # another user's lock file that we may only read: flock works on it all the same
+        fd, writable = os.open(path, os.O_RDONLY), False
+    try:
+        if writable:
+            with suppress(PermissionError):
+                os.fchmod(fd, 0o666)  # so that another user's job can take it after ours, whatever the umask
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = Path(path).read_text(errors="replace").strip() or "an unknown process"
+            if not wait:
+                raise RunError(
+                    f"another measurement is running on this machine ({holder}); it holds {path}. "
+                    "Wait for it, or unset NODEBENCH_MEASURE_LOCK_WAIT=0 to queue behind it"
+                ) from None
+            progress(f"waiting for the measurement lock {path}: held by {holder}")
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            progress(f"took the measurement lock {path}")
+        if writable:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}, {label}, checkout {os.getcwd()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)

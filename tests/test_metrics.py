@@ -317,3 +317,16 @@ def test_the_runs_provenance_columns_are_all_the_summary_needs(synthetic_runs, s
     assert markdown.render(synthetic_runs[markdown.PROVENANCE], synthetic_metrics, scores, now) == full
     cols = metrics.RUN_COLUMNS
     pd.testing.assert_frame_equal(metrics.compute_metrics(synthetic_runs[cols]), synthetic_metrics)
+
+
+def test_bootstrap_median_is_exactly_the_sorted_median():
+    # Up to four repetitions the median is picked with minimum/maximum, not sorted: the same numbers.
+    rng = np.random.default_rng(5)
+    for n in range(1, 7):
+        x = rng.integers(0, 4, (2_000, 50, n)).astype(float) + rng.choice([0.0, 0.1, 0.3], (2_000, 50, n))
+        assert np.array_equal(metrics._median(x), np.median(x, axis=-1)), n
+    x = rng.random((100, 4))
+    x[0, 0] = np.nan  # sorting puts NaN last, so the median of four with one NaN is not NaN: the same here
+    sorted_x = np.sort(x, axis=-1)
+    assert np.array_equal(metrics._median(x), (sorted_x[:, 1] + sorted_x[:, 2]) / 2)
+    assert not np.isnan(metrics._median(x)[0])

@@ -4,12 +4,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from nodebench.analysis.metrics import compute_metrics
+from nodebench.analysis.metrics import RUN_COLUMNS, compute_metrics
 
 
 def main(sm) -> None:
     # The reference runs (the framework-only workload) feed the share models; the scope reports only its own.
-    runs = pd.concat([pd.read_parquet(p) for p in [sm.input.runs, *sm.input.reference]], ignore_index=True)
+    # Only the columns the metrics read, and one table when there is no reference to add.
+    paths = [sm.input.runs, *sm.input.reference]
+    parts = [pd.read_parquet(p, columns=RUN_COLUMNS) for p in paths]
+    runs = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+    del parts
     metrics = compute_metrics(runs)
     if sm.params.workloads is not None:
         metrics = metrics[metrics["workload"].isin(sm.params.workloads)].reset_index(drop=True)

@@ -6,6 +6,19 @@ import numpy as np
 # and what each workload adds on top of it.
 FRAMEWORK_US = {"node-http": 60.0, "express": 250.0, "express-lean": 240.0, "fastify": 55.0, "fastify-schema": 52.0}
 WORKLOAD_US = {"empty": 0.0, "point-lookup": 120.0, "list": 700.0}
+# A campaign: every server and workload at as many connection counts as the size takes.
+CAMPAIGN_SERVERS = ["node-http", "express", "express-lean", "fastify", "fastify-schema"]
+CAMPAIGN_WORKLOADS = ["empty", "point-lookup", "list", "write"]
+CAMPAIGN_REPETITIONS = 4
+
+
+def campaign(total: int, seed: int = 1) -> list[dict]:
+    """total records: 5 servers x 4 workloads x 4 repetitions at 10, 15, 20, ... connections
+    (100,000 records: 1,250 connection counts, 25,000 cells)."""
+    per_level = len(CAMPAIGN_SERVERS) * len(CAMPAIGN_WORKLOADS) * CAMPAIGN_REPETITIONS
+    connections = [10 + 5 * i for i in range(max(1, -(-total // per_level)))]
+    records = synthetic_records(CAMPAIGN_SERVERS, CAMPAIGN_WORKLOADS, connections, CAMPAIGN_REPETITIONS, seed=seed)
+    return records[:total]
 
 
 def synthetic_records(servers, workloads, connections, repetitions, seed=0, noise=0.02) -> list[dict]:

@@ -4,6 +4,7 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -151,6 +152,21 @@ def test_aggregate_types_and_sorts(tmp_path: Path):
     assert str(frame["req_per_s"].dtype) == "float64"
     assert frame["status_counts"].iloc[0] == '{"200": 1}'
     assert list(frame.columns) == list(RUN_SCHEMA["properties"])
+
+
+def test_aggregate_in_batches_gives_the_same_table(tmp_path: Path):
+    # Records stream into the frame a batch at a time; categories are set over all batches.
+    records = synthetic_records(["node-http", "express", "fastify"], ["empty", "point-lookup"], [10, 50], 3)
+    whole = aggregate.to_frame(records, RUN_SCHEMA)
+    batched = aggregate.to_frame(iter(records), RUN_SCHEMA, batch=7)
+    pd.testing.assert_frame_equal(batched, whole)
+    assert str(batched["server"].dtype) == "category" and len(batched) == len(records) == 36
+    paths = []
+    for i, r in enumerate(records):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(r))
+    streamed = aggregate.to_frame(aggregate.iter_records(paths, RUN_SCHEMA), RUN_SCHEMA, batch=5)
+    pd.testing.assert_frame_equal(streamed, whole)
 
 
 def test_aggregate_names_the_file_and_field_of_a_bad_record(tmp_path: Path):

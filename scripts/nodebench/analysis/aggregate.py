@@ -1,6 +1,8 @@
 """All run records to one typed, long-form Parquet table: one row per run."""
 
+import itertools
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import fastjsonschema
@@ -8,6 +10,8 @@ import jsonschema
 import pandas as pd
 
 SORT_KEYS = ["workload", "server", "connections", "load_generator", "stop", "repetition"]
+#: Records converted to a typed frame at a time.
+BATCH = 10_000
 
 
 def column_types(schema: dict) -> dict:
@@ -28,14 +32,13 @@ def column_types(schema: dict) -> dict:
     return types
 
 
-def load_records(paths, schema: dict) -> list[dict]:
-    """Read and validate run records; a record that breaks the schema names its file."""
+def iter_records(paths, schema: dict) -> Iterator[dict]:
+    """Read and validate run records one at a time; a record that breaks the schema names its file."""
     # fastjsonschema compiles the schema to Python (the keywords used are all draft-07's),
     # which checks 10,000 records in a fraction of jsonschema's time; jsonschema then
     # words the message for a record that fails.
     fast = fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
     validator = jsonschema.Draft202012Validator(schema)
-    records = []
     for path in paths:
         record = json.loads(Path(path).read_text())
         try:
@@ -46,17 +49,32 @@ def load_records(paths, schema: dict) -> list[dict]:
         if errors:
             where = "/".join(map(str, errors[0].path)) or "(record)"
             raise ValueError(f"{path}: {where}: {errors[0].message}")
-        records.append(record)
-    return records
+        yield record
 
 
-def to_frame(records: list[dict], schema: dict) -> pd.DataFrame:
-    """Typed, sorted frame with one row per run and the schema's columns in order."""
+def load_records(paths, schema: dict) -> list[dict]:
+    """Every record of iter_records() in a list."""
+    return list(iter_records(paths, schema))
+
+
+def to_frame(records: Iterable[dict], schema: dict, batch: int = BATCH) -> pd.DataFrame:
+    """Typed, sorted frame with one row per run and the schema's columns in order.
+
+    records may be an iterator (iter_records): it is read a batch at a time, so only one
+    batch of records is held as Python objects beside the typed table. Categories are
+    set once the batches are joined, so that every batch has the same ones.
+    """
     types = column_types(schema)
-    rows = [{**r, "status_counts": json.dumps(r.get("status_counts", {}), sort_keys=True)} for r in records]
+    categories = [c for c, t in types.items() if t == "category"]
+    batch_types = {c: t for c, t in types.items() if t != "category"}
+    records = iter(records)
+    parts = []
+    while chunk := list(itertools.islice(records, batch)):
+        rows = [{**r, "status_counts": json.dumps(r.get("status_counts", {}), sort_keys=True)} for r in chunk]
+        parts.append(pd.DataFrame.from_records(rows, columns=list(types)).astype(batch_types))
+        del chunk, rows
+    frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(types)).astype(batch_types)
+    del parts
     return (
-        pd.DataFrame.from_records(rows, columns=list(types))
-        .astype(types)
-        .sort_values(SORT_KEYS, kind="stable")
-        .reset_index(drop=True)
+        frame.astype(dict.fromkeys(categories, "category")).sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)
     )

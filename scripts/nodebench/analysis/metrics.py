@@ -20,36 +20,79 @@ CELL = ["workload", "server", "connections", "load_generator", "stopping_rule", 
 PEERS = [c for c in CELL if c != "server"]
 FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
 BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
+#: The runs' columns the metrics read.
+RUN_COLUMNS = [
+    *CELL,
+    "repetition",
+    "elu_utilization",
+    "client_cpu_util",
+    "client_cpu_capacity",
+    "cpu_model",
+    *FIGURES,
+]
 
 
 def _median(x, axis=-1):
-    """Median along the last axis by sorting: repetitions are few, and np.median's partition is slower here."""
+    """Median along the last axis, exactly as sorting each row would give it.
+
+    The bootstrap asks for the median of every resample of every cell: millions of rows
+    of a few values, where np.sort and np.partition spend their time per row. Up to four
+    repetitions, the middle values are picked with np.minimum and np.maximum over whole
+    columns instead (the same numbers sorting gives, added in either order: the same
+    result); more repetitions, or any NaN (which sorting puts last), are sorted.
+    """
     assert axis in (-1, x.ndim - 1)
-    x = np.sort(x, axis=-1)
     n = x.shape[-1]
+    if n <= 4 and not np.isnan(x).any():
+        col = [x[..., i] for i in range(n)]
+        if n == 1:
+            return col[0]
+        if n == 2:
+            return (col[0] + col[1]) / 2
+        if n == 3:
+            return np.maximum(np.minimum(col[0], col[1]), np.minimum(np.maximum(col[0], col[1]), col[2]))
+        # Four: the two middle values are the larger of the pairs' minima and the smaller of their maxima.
+        lo = np.maximum(np.minimum(col[0], col[1]), np.minimum(col[2], col[3]))
+        hi = np.minimum(np.maximum(col[0], col[1]), np.maximum(col[2], col[3]))
+        return (lo + hi) / 2
+    x = np.sort(x, axis=-1)
     return x[..., n // 2] if n % 2 else (x[..., n // 2 - 1] + x[..., n // 2]) / 2
+
+
+#: Resampled values one call of scipy's bootstrap may hold per sample (cells x resamples x repetitions):
+#: 2**20 doubles, 8 MiB, which stay in the CPU's cache while the medians are taken (2**22 was 10 % slower,
+#: 2**18 spends more on each call than it saves). Larger tables are bootstrapped a slice of cells at a time.
+SLICE_VALUES = 2**20
 
 
 def _percentile_ci(samples: tuple, statistic, point: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """scipy's percentile bootstrap over the last axis of each (cells x repetitions) sample.
 
+    scipy draws one matrix of resample indices (resamples x repetitions) per sample and
+    applies it to every row, so a row's interval depends on the seed and its own values
+    only: each slice of rows starts from the same seed and gets the interval the whole
+    array would have given it, while memory stays bounded by SLICE_VALUES.
     A side with one repetition has nothing to resample, and rows whose repetitions are
     all equal give NaN: in both cases the interval is the point estimate itself.
     """
     if any(s.shape[1] < 2 for s in samples):
         return point.copy(), point.copy()
-    res = stats.bootstrap(
-        samples,
-        statistic,
-        axis=-1,
-        vectorized=True,
-        paired=False,
-        confidence_level=CONFIDENCE,
-        n_resamples=RESAMPLES,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
-    lo, hi = res.confidence_interval
+    step = max(1, SLICE_VALUES // (RESAMPLES * max(s.shape[1] for s in samples)))
+    lo, hi = np.empty_like(point, dtype=float), np.empty_like(point, dtype=float)
+    for start in range(0, len(point), step):
+        rows = slice(start, start + step)
+        res = stats.bootstrap(
+            tuple(s[rows] for s in samples),
+            statistic,
+            axis=-1,
+            vectorized=True,
+            paired=False,
+            confidence_level=CONFIDENCE,
+            n_resamples=RESAMPLES,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
+        lo[rows], hi[rows] = res.confidence_interval
     return np.where(np.isnan(lo), point, lo), np.where(np.isnan(hi), point, hi)
 
 
@@ -66,13 +109,43 @@ def ratio_ci(num: np.ndarray, den: np.ndarray, seed: int = 0) -> tuple[np.ndarra
     return _percentile_ci((num, den), lambda a, b, axis=-1: _median(a, axis) / _median(b, axis), point, seed)
 
 
-def _by_repetition_count(cells: pd.DataFrame):
-    """Cells grouped by how many repetitions they have, so each group is one rectangular array."""
-    return cells.groupby(cells["values"].map(len), sort=False)
+class Samples:
+    """The runs' figures as one (cells x most repetitions) array per figure, NaN-padded.
+
+    Cells are numbered in the order runs.groupby(CELL) lists them (keys), and each row
+    holds its cell's runs in their order in runs, the order the bootstrap resamples.
+    by_count() yields the rows of the cells with k repetitions and k, so that each group
+    is one rectangular array: the statistics run once per group, not once per cell.
+    """
+
+    def __init__(self, runs: pd.DataFrame):
+        grouped = runs.groupby(CELL, observed=True)
+        self.keys = grouped.size().reset_index()[CELL]
+        self.cell, self.place = grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy()
+        self.counts = np.bincount(self.cell, minlength=len(self.keys))
+        self.runs = runs
+
+    def __call__(self, figure: str) -> np.ndarray:
+        out = np.full((len(self.keys), self.counts.max(initial=0)), np.nan)
+        out[self.cell, self.place] = self.runs[figure].to_numpy(dtype=float)
+        return out
+
+    def by_count(self):
+        for k in np.unique(self.counts):
+            yield np.flatnonzero(self.counts == k), k
+
+    def cpu_models(self) -> np.ndarray:
+        """Per cell, its runs' CPU models sorted and comma-joined (a Python join only for a cell with several)."""
+        pairs = pd.DataFrame({"cell": self.cell, "model": self.runs["cpu_model"].astype(str).to_numpy()})
+        pairs = pairs.drop_duplicates().sort_values(["cell", "model"])
+        several = pairs["cell"].duplicated(keep=False)
+        joined = pairs[several].groupby("cell")["model"].agg(", ".join)
+        return pd.concat([pairs[~several].set_index("cell")["model"], joined]).sort_index().to_numpy()
 
 
-def cell_table(runs: pd.DataFrame) -> pd.DataFrame:
+def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
     """One row per cell: repetitions, median and CI of each figure, CV and the noisy flag."""
+    samples = Samples(runs) if samples is None else samples
     base = (
         runs.groupby(CELL, observed=True)
         .agg(
@@ -80,22 +153,21 @@ def cell_table(runs: pd.DataFrame) -> pd.DataFrame:
             elu_utilization=("elu_utilization", "median"),
             client_cpu_util=("client_cpu_util", "median"),
             client_cpu_capacity=("client_cpu_capacity", "median"),
-            cpu_model=("cpu_model", lambda s: ", ".join(sorted(set(map(str, s))))),
         )
         .reset_index()
+        .assign(cpu_model=samples.cpu_models())
     )
+    columns = {}
     for fig in FIGURES:
-        per_cell = runs.groupby(CELL, observed=True)[fig].agg(list).rename("values").reset_index()
-        parts = []
-        for _, group in _by_repetition_count(per_cell):
-            arr = np.array(group["values"].tolist(), dtype=float)
-            lo, hi = median_ci(arr)
-            mean = arr.mean(axis=1)
-            cv = arr.std(axis=1, ddof=1) / mean if arr.shape[1] > 1 else np.zeros(len(arr))
-            parts.append(
-                group[CELL].assign(**{fig: np.median(arr, axis=1), f"{fig}_lo": lo, f"{fig}_hi": hi, f"{fig}_cv": cv})
-            )
-        base = base.merge(pd.concat(parts), on=CELL, how="left")
+        values = samples(fig)
+        median, lo, hi, cv = (np.full(len(base), np.nan) for _ in range(4))
+        for rows, k in samples.by_count():
+            arr = values[rows, :k]
+            lo[rows], hi[rows] = median_ci(arr)
+            median[rows] = np.median(arr, axis=1)
+            cv[rows] = arr.std(axis=1, ddof=1) / arr.mean(axis=1) if k > 1 else 0.0
+        columns |= {fig: median, f"{fig}_lo": lo, f"{fig}_hi": hi, f"{fig}_cv": cv}
+    base = base.assign(**columns)
     return base.assign(noisy=lambda d: (d["req_per_s_cv"] > NOISY_CV) | (d["us_per_req_elu_cv"] > NOISY_CV))
 
 
@@ -111,29 +183,34 @@ def saturation(elu: pd.Series, client_cpu: pd.Series, capacity: pd.Series | floa
     return pd.Series(verdict, index=elu.index)
 
 
-def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
     """Speed-up (req/s) and CPU advantage (baseline us/req over this server's) vs each baseline, with CIs."""
-    samples = runs.groupby(CELL, observed=True).agg(rps=("req_per_s", list), us=("us_per_req_elu", list)).reset_index()
-    key = PEERS
+    samples = Samples(runs) if samples is None else samples
+    rps, us = samples("req_per_s"), samples("us_per_req_elu")
+    keys = samples.keys.assign(_cell=np.arange(len(samples.keys)))
     out = cells
     for baseline, name in BASELINES.items():
-        base = samples[samples["server"] == baseline].drop(columns="server")
-        pairs = samples.merge(base.rename(columns={"rps": "b_rps", "us": "b_us"}), on=key, how="inner")
-        if pairs.empty:
-            names = [f"{label}_{name}{end}" for label in ("speedup", "cpu_ratio") for end in ("", "_lo", "_hi")]
-            out = out.assign(**dict.fromkeys(names, np.nan))
-            continue
-        shapes = pairs["rps"].map(len).astype(str) + "x" + pairs["b_rps"].map(len).astype(str)
-        parts = []
-        for _, group in pairs.groupby(shapes, sort=False):
-            cols = {}
-            for label, num, den in (("speedup", "rps", "b_rps"), ("cpu_ratio", "b_us", "us")):
-                a, b = np.array(group[num].tolist(), float), np.array(group[den].tolist(), float)
-                lo, hi = ratio_ci(a, b)
-                cols[f"{label}_{name}"] = np.median(a, axis=1) / np.median(b, axis=1)
-                cols[f"{label}_{name}_lo"], cols[f"{label}_{name}_hi"] = lo, hi
-            parts.append(group[CELL].assign(**cols))
-        out = out.merge(pd.concat(parts), on=CELL, how="left")
+        base = keys.loc[keys["server"] == baseline, [*PEERS, "_cell"]].rename(columns={"_cell": "_base"})
+        # Each cell's baseline cell: the same peers, the baseline's server (-1 where there is none).
+        partner = keys.merge(base, on=PEERS, how="left")["_base"].fillna(-1).to_numpy(dtype=int)
+        cols = {
+            f"{label}_{name}{end}": np.full(len(keys), np.nan)
+            for label in ("speedup", "cpu_ratio")
+            for end in ("", "_lo", "_hi")
+        }
+        # One rectangular pair of arrays per (repetitions, baseline's repetitions).
+        paired = np.flatnonzero(partner >= 0)
+        shapes = np.stack([samples.counts[paired], samples.counts[partner[paired]]], axis=1)
+        for k, kb in np.unique(shapes, axis=0):
+            here = paired[(shapes == (k, kb)).all(axis=1)]
+            for label, num, den in (
+                ("speedup", rps[here, :k], rps[partner[here], :kb]),
+                ("cpu_ratio", us[partner[here], :kb], us[here, :k]),
+            ):
+                lo, hi = ratio_ci(num, den)
+                cols[f"{label}_{name}"][here] = np.median(num, axis=1) / np.median(den, axis=1)
+                cols[f"{label}_{name}_lo"][here], cols[f"{label}_{name}_hi"][here] = lo, hi
+        out = out.merge(samples.keys.assign(**cols), on=CELL, how="left")
     return out
 
 
@@ -182,8 +259,9 @@ def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
 
 def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """The whole per-cell metrics table, typed and sorted."""
-    cells = cell_table(runs)
-    cells = add_ratios(cells, runs)
+    samples = Samples(runs)
+    cells = cell_table(runs, samples)
+    cells = add_ratios(cells, runs, samples)
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
     cells = cells.assign(

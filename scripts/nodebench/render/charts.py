@@ -4,13 +4,16 @@ import json
 from pathlib import Path
 
 import altair as alt
+import numpy as np
 import pandas as pd
 import vl_convert
+from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 
 from nodebench.analysis.metrics import headline
 from nodebench.catalogue.thresholds import CONFIDENCE, SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
 from nodebench.render import experiment_charts
+from nodebench.render.page import vega_bundle
 from nodebench.render.theme import BOUND_OPACITY, NOT_SERVER_BOUND, server_scale
 
 
@@ -72,10 +75,63 @@ def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
     )
 
 
+#: A connection sweep draws at most this many points per server and workload. A workload
+#: measured at more connection counts is drawn in this many log-spaced bins of them.
+SWEEP_POINTS = 24
+SWEEP_FIGURES = ["req_per_s", "req_per_s_lo", "req_per_s_hi", "latency_p50_ms", "latency_p99_ms", "elu_utilization"]
+BIN_STATISTICS = {fig: "median" for fig in SWEEP_FIGURES} | {"req_per_s_lo": "min", "req_per_s_hi": "max"}
+
+
+def sweep_points(metrics: pd.DataFrame) -> pd.DataFrame:
+    """The points of the connection sweep: the cells of workloads measured at several connection counts.
+
+    Where a workload has more than SWEEP_POINTS connection counts, its cells are binned
+    per server into SWEEP_POINTS bins of equal width on the log scale the chart uses:
+    a point is the bin's median connections and median of each figure, its interval
+    spans the bin's intervals (lowest lower bound to highest upper bound), it is
+    server-bound only if every cell in it is, and cells says how many cells it holds.
+    """
+    keys = ["workload", "server", "connections"]
+    m = (
+        metrics[[*keys, "saturation", *SWEEP_FIGURES]]
+        .assign(
+            workload=lambda d: d["workload"].astype(str),
+            server=lambda d: d["server"].astype(str),
+            server_bound=lambda d: d["saturation"].astype(str) == "server-bound",
+            cells=1,
+        )
+        .reset_index(drop=True)
+    )
+    levels = m.groupby("workload")["connections"].transform("nunique")
+    m = m[levels > 1]
+    many = levels[levels > 1] > SWEEP_POINTS
+    few, binned = m[~many], m[many]
+    if len(binned):
+        logc = np.log(binned["connections"].astype(float))
+        lo, hi = (logc.groupby(binned["workload"]).transform(f) for f in ("min", "max"))
+        bins = np.minimum((SWEEP_POINTS * (logc - lo) / (hi - lo)).astype(int), SWEEP_POINTS - 1)
+        binned = (
+            binned.groupby(["workload", "server", bins.rename("bin")])
+            .agg(
+                connections=("connections", "median"),
+                **{fig: (fig, how) for fig, how in BIN_STATISTICS.items()},
+                server_bound=("server_bound", "all"),
+                cells=("cells", "sum"),
+            )
+            .reset_index()
+        )
+    parts = [part[[*keys, *SWEEP_FIGURES, "server_bound", "cells"]] for part in (few, binned) if len(part)]
+    points = pd.concat(parts, ignore_index=True) if parts else few
+    bound = np.where(points["server_bound"], "server-bound", NOT_SERVER_BOUND)
+    return points.assign(bound=bound)[[*keys, *SWEEP_FIGURES, "bound", "cells"]]
+
+
 def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
-    """req/s, p50/p99 latency and ELU against connections, for workloads measured at several."""
-    swept = metrics.groupby("workload", observed=True)["connections"].transform("nunique") > 1
-    m = _marked(metrics[swept])
+    """req/s, p50/p99 latency and ELU against connections, for workloads measured at several (binned past
+    SWEEP_POINTS connection counts, see sweep_points)."""
+    # What the chart draws, once: the latency panel folds p50 and p99 out of the same rows.
+    m = sweep_points(metrics).drop(columns="cells").rename(columns={"latency_p50_ms": "p50", "latency_p99_ms": "p99"})
+    levels = metrics.groupby(metrics["workload"].astype(str))["connections"].nunique()
     scale = server_scale(m["server"])
     x = alt.X("connections:Q").scale(type="log", nice=False).title("connections (log scale)")
     color = alt.Color("server:N").scale(scale).title("server")
@@ -87,21 +143,10 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
         base.mark_point(filled=True, size=60).encode(alt.Y("req_per_s:Q"), shape),
         base.mark_errorbar().encode(alt.Y("req_per_s_lo:Q").title("throughput (req/s)"), alt.Y2("req_per_s_hi:Q")),
     ).properties(width=360, height=200)
-    lat_long = pd.concat(
-        [
-            m.assign(percentile="p50", latency=m["latency_p50_ms"]),
-            m.assign(percentile="p99", latency=m["latency_p99_ms"]),
-        ]
-    )[["workload", "server", "connections", "percentile", "latency"]]
     lat = (
-        alt.Chart(lat_long)
+        base.transform_fold(["p50", "p99"], as_=["percentile", "latency"])
         .mark_line(point=True)
-        .encode(
-            x,
-            color,
-            alt.Y("latency:Q").title("latency (ms)"),
-            alt.StrokeDash("percentile:N").title("latency"),
-        )
+        .encode(alt.Y("latency:Q").title("latency (ms)"), alt.StrokeDash("percentile:N").title("latency"))
         .properties(width=360, height=200)
     )
     elu = alt.layer(
@@ -115,6 +160,12 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
     rows = []
     for workload in _workloads(m):
         sub = m[m["workload"] == workload]
+        binned = (
+            f"; {levels[workload]:,} connection counts in {SWEEP_POINTS} log-spaced bins: medians, "
+            "bars spanning the bin's intervals"
+            if levels[workload] > SWEEP_POINTS
+            else ""
+        )
         rows.append(
             alt.hconcat(
                 alt.vconcat(
@@ -122,7 +173,7 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
                     elu.transform_filter(alt.datum.workload == workload),
                 ),
                 lat.transform_filter(alt.datum.workload == workload),
-            ).properties(title=f"{workload}: connection sweep ({sub['server'].nunique()} servers)")
+            ).properties(title=f"{workload}: connection sweep ({sub['server'].nunique()} servers{binned})")
         )
     return alt.vconcat(*rows).properties(
         title="Where the event loop pins at 100 % and more connections only add queueing"
@@ -220,11 +271,28 @@ CHARTS = {
 }
 
 
+class _InlineTemplate:
+    """Altair's offline HTML template, given the Vega bundle this process built once (page.vega_bundle):
+    Altair's own chart.save(inline=True) builds it again for every chart."""
+
+    def render(self, **kwargs) -> str:
+        return INLINE_HTML_TEMPLATE.render(**kwargs, vegaembed_script=vega_bundle())
+
+
 def save(chart, png: str, svg: str, page: str, spec: str) -> None:
-    """SVG through vl-convert once, PNG from that SVG, an offline HTML page and the Vega-Lite spec."""
+    """SVG through vl-convert once, PNG from that SVG, an offline HTML page and the Vega-Lite spec, all from one
+    spec (to_dict validates it and raises MaxRowsError for a dataset past Altair's 5,000 rows)."""
     spec_dict = chart.to_dict()
     text = vl_convert.vegalite_to_svg(spec_dict)
     Path(svg).write_text(text)
     Path(png).write_bytes(vl_convert.svg_to_png(text, scale=2))
-    chart.save(page, inline=True)
+    html = spec_to_html(
+        spec_dict,
+        mode="vega-lite",
+        vega_version=alt.VEGA_VERSION,
+        vegaembed_version=alt.VEGAEMBED_VERSION,
+        vegalite_version=alt.VEGALITE_VERSION,
+        template=_InlineTemplate(),
+    )
+    Path(page).write_text(html)
     Path(spec).write_text(json.dumps(spec_dict))

@@ -8,6 +8,24 @@ from nodebench.analysis.metrics import headline
 from nodebench.catalogue.thresholds import CONFIDENCE, NOISY_CV, SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, ordered
 
+#: The runs' columns machine_line() reads: all the summary and the index page need of the runs.
+PROVENANCE = [
+    "cpu_model",
+    "cpu_count",
+    "host",
+    "kernel",
+    "node_version",
+    "express_version",
+    "fastify_version",
+    "pg_version",
+    "postgres_version",
+    "database_mode",
+    "load_generator",
+    "load_generator_version",
+    "started_at",
+    "finished_at",
+    "pipeline_commit",
+]
 MARK_NOT_BOUND = "†"
 MARK_NOISY = "~"
 

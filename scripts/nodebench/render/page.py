@@ -7,7 +7,15 @@ import json
 import pandas as pd
 import vl_convert
 
+from nodebench.analysis.metrics import headline
+from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS
 from nodebench.render.markdown import cpu_model_warning, machine_line
+
+#: The page lists every cell up to this many rows; a larger campaign's page lists its
+#: headline cells (at most this many) and links the whole table.
+TABLE_ROWS = 300
+#: summary.md is shown on the page up to this many characters, and linked beyond.
+SUMMARY_CHARS = 200_000
 
 TABLE_COLUMNS = {
     "workload": "workload",
@@ -58,14 +66,52 @@ def metrics_table(metrics: pd.DataFrame) -> str:
     return f"<table><thead><tr>{header}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
+def cells_section(metrics: pd.DataFrame, metrics_href: str | None) -> str:
+    """The "All cells" table: every cell up to TABLE_ROWS, else the headline cells and a link to the whole table."""
+    if len(metrics) <= TABLE_ROWS:
+        return f"<h2>All cells</h2>\n{metrics_table(metrics)}"
+    shown = headline(metrics)
+    where = (
+        f'<a href="{html.escape(metrics_href)}">{html.escape(metrics_href)}</a>' if metrics_href else "metrics.parquet"
+    )
+    note = (
+        f"{len(metrics):,} cells are too many for one page: listed are the {len(shown):,} headline cells (the "
+        f"connection count closest to {HEADLINE_CONNECTIONS} on each workload)"
+    )
+    if len(shown) > TABLE_ROWS:
+        note += f", the first {TABLE_ROWS:,} of them"
+        shown = shown.head(TABLE_ROWS)
+    return f"<h2>All cells</h2>\n<p>{note}. Every cell is in {where}.</p>\n{metrics_table(shown)}"
+
+
+def summary_section(summary_md: str, summary_href: str) -> str:
+    """summary.md inline up to SUMMARY_CHARS, else a link to it."""
+    if len(summary_md) <= SUMMARY_CHARS:
+        return f"<pre>{html.escape(summary_md)}</pre>"
+    link = f'<a href="{html.escape(summary_href)}">{html.escape(summary_href)}</a>'
+    return f"<p>summary.md has {len(summary_md):,} characters, too many to show here: read {link}.</p>"
+
+
 @functools.cache
 def vega_bundle() -> str:
     """Vega, Vega-Lite and Vega-Embed as one script (vl-convert builds it; slow, so once per process)."""
     return vl_convert.javascript_bundle()
 
 
-def render(specs: dict[str, dict], runs: pd.DataFrame, metrics: pd.DataFrame, summary_md: str, bundle: str) -> str:
-    """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart."""
+def render(
+    specs: dict[str, dict],
+    runs: pd.DataFrame,
+    metrics: pd.DataFrame,
+    summary_md: str,
+    bundle: str,
+    metrics_href: str | None = None,
+    summary_href: str = "summary.md",
+) -> str:
+    """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart.
+
+    metrics_href and summary_href: where the whole metrics table and summary.md are,
+    relative to the page, for a campaign too large to show them whole.
+    """
     divs = "\n".join(
         f'<h2>{html.escape(name)}</h2><div class="chart" id="chart-{i}"></div>' for i, name in enumerate(specs)
     )
@@ -86,10 +132,9 @@ def render(specs: dict[str, dict], runs: pd.DataFrame, metrics: pd.DataFrame, su
 <p>{html.escape(machine_line(runs))}</p>
 {warnings}
 {divs}
-<h2>All cells</h2>
-{metrics_table(metrics)}
+{cells_section(metrics, metrics_href)}
 <h2>summary.md</h2>
-<pre>{html.escape(summary_md)}</pre>
+{summary_section(summary_md, summary_href)}
 <script>
 {embeds}
 </script>

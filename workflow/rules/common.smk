@@ -270,10 +270,15 @@ def scope_chart_names(scope):
         return experiment_charts(scope)
     workloads = WORKLOADS if scope == "overall" else [scope]
     swept = any(len(config["workloads"][w]["connections"]) > 1 for w in workloads)
+    skip = {
+        "connection-sweep": not swept,
+        # Ratios against Express need Express in the matrix.
+        "ratio-vs-express": "express" not in config["servers"],
+    }
     return [
         name
         for name, spec in CHART_LIST.items()
-        if spec.kind == "matrix" and (name != "connection-sweep" or swept)
+        if spec.kind == "matrix" and not skip.get(name, False)
     ]
 
 

@@ -13,7 +13,7 @@ class Workload:
     """One request every server answers the same way."""
 
     name: str
-    #: What it isolates, in one line (README, config comments).
+    #: What it isolates, in one line (for a reader of the catalogue; the README's table says the same).
     description: str
     #: The request the load generator sends (GET, keep-alive).
     path: str

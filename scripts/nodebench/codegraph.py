@@ -21,6 +21,7 @@ PACKAGE = "nodebench"
 #: Parsing every module takes ~0.1 s of each Snakemake start; what each file imports is kept here,
 #: keyed by the file's size and mtime, so an unchanged file is not parsed again.
 CACHE = Path(".snakemake") / "nodebench-imports.json"
+_PARSED: set[str] = set()
 
 
 def _module_file(root: Path, name: str) -> Path | None:
@@ -62,7 +63,7 @@ def _imported_names(path: Path, module: str) -> frozenset[str]:
         return frozenset(cached[1])
     names = _parse_imports(path, module)
     _cache()[key] = [stamp, sorted(names)]
-    _save_cache()
+    _PARSED.add(key)
     return names
 
 
@@ -105,6 +106,9 @@ def python_modules(script: str, root: str = "scripts") -> tuple[str, ...]:
                 if found is not None:
                     seen[prefix] = found
                     todo.append((found, prefix))
+    if _PARSED:  # written once per script, and only when a file had to be parsed
+        _save_cache()
+        _PARSED.clear()
     return tuple(sorted(str(p) for p in seen.values()))
 
 

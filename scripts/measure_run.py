@@ -1,10 +1,12 @@
 """measure_run: measure one cell and write its run record (nodebench.harness.measure does the work)."""
 
 import json
+import os
 import sys
 from datetime import datetime
 from pathlib import Path
 
+from nodebench import plan
 from nodebench.catalogue.clients import Stop
 from nodebench.harness import procs
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError
@@ -15,7 +17,10 @@ from nodebench.harness.record import check_record
 def main(sm) -> None:
     procs.unwind_on_signals()
     wc, p, i = sm.wildcards, sm.params, sm.input
-    cell = Cell(wc.server, wc.workload, int(wc.connections), int(wc.rep), wc.loadgen, Stop.parse(wc.stop))
+    cell = Cell(
+        wc.server, wc.workload, int(wc.connections), int(wc.rep), wc.loadgen, Stop.parse(wc.stop),
+        plan.server_file(wc.server, sm.config),
+    )  # fmt: skip
     opts = Options(
         float(p.warmup_s), int(p.pool_size), int(p.server_port), dict(p.database), str(p.scratch_dir), str(p.node),
         bool(p.allow_shared_cpu),
@@ -45,6 +50,10 @@ def main(sm) -> None:
 
         try:
             record = measure(cell, opts, paths, log, progress)
+            position, size = plan.Plan(sm.config).place(
+                wc.workload, wc.server, wc.connections, wc.loadgen, wc.stop, wc.rep
+            )
+            record |= {"round_position": position, "round_size": size, "session": os.environ.get("NODEBENCH_SESSION")}
             check_record(record, paths.run_schema)
         except (RunError, DatabaseError, PortInUseError) as e:
             fail(e)

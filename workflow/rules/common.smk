@@ -1,6 +1,7 @@
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 # This checkout's nodebench package, here and in every job (jobs inherit PYTHONPATH), even
@@ -10,7 +11,7 @@ sys.path.insert(0, SCRIPTS)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [SCRIPTS, os.environ.get("PYTHONPATH")])
 )
-from nodebench import codegraph  # noqa: E402
+from nodebench import codegraph, plan  # noqa: E402
 from nodebench.catalogue.clients import CLIENTS, PROGRAMS, Stop, problems  # noqa: E402
 from nodebench.catalogue.workloads import (
     FRAMEWORK_ONLY,
@@ -59,6 +60,26 @@ def check_workloads(names, where):
 
 EXPERIMENTS = config.get("experiments") or {}
 check_servers(config["servers"])
+
+
+def check_control():
+    """The A/A control must be a measured server, and its twin's name must not be a server of its own."""
+    control = plan.control(config)
+    if not control:
+        return
+    if control not in config["servers"]:
+        raise WorkflowError(
+            f"config key 'control' is {control!r}, which is not among 'servers' ({', '.join(config['servers'])}); "
+            "name one of them, or leave it empty for no A/A control"
+        )
+    if plan.twin(control) in available_servers():
+        raise WorkflowError(
+            f"config key 'control': the A/A twin's name {plan.twin(control)!r} is also servers/{plan.twin(control)}.js; "
+            "rename that file"
+        )
+
+
+check_control()
 check_workloads(config["workloads"], "workloads")
 for _name, _experiment in EXPERIMENTS.items():
     for _i, _matrix in enumerate(_experiment["matrices"]):
@@ -133,8 +154,15 @@ def code(script):
 
 # --- The cells: the main matrix and the experiments ---------------------------------
 
-# The main matrix: autocannon for duration_s seconds.
-MAIN_STOP = Stop("duration", config["duration_s"]).label
+# The main matrix: autocannon for duration_s seconds, the A/A control's twin beside its server.
+MAIN_STOP = plan.main_stop(config)
+MAIN_SERVERS = plan.main_servers(config)
+PLAN = plan.Plan(config)
+# One id per Snakemake invocation, inherited by its jobs: records of one round measured by
+# different invocations are pairs that cross sessions, and the reports say so.
+os.environ.setdefault(
+    "NODEBENCH_SESSION", f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+)
 
 
 def record_path(workload, server, connections, client, stop, rep):
@@ -142,32 +170,26 @@ def record_path(workload, server, connections, client, stop, rep):
 
 
 def cells():
-    """Every (workload, server, connections, client, stop, repetition) in the main matrix."""
-    for workload, spec in config["workloads"].items():
-        for server in config["servers"]:
-            for connections in spec["connections"]:
-                for rep in range(1, config["repetitions"] + 1):
-                    yield workload, server, connections, "autocannon", MAIN_STOP, rep
+    """Every (workload, server, connections, client, stop, round) in the main matrix."""
+    for cell in plan.main_cells(config):
+        for r in range(1, config["rounds"] + 1):
+            yield (*cell, r)
 
 
 def experiment_cells(name):
-    """Every cell of an experiment, each once even where matrices overlap."""
-    experiment = EXPERIMENTS[name]
-    reps = experiment.get("repetitions", config["repetitions"])
-    seen = {}
-    for m in experiment["matrices"]:
-        stops = [Stop("duration", d).label for d in m.get("durations_s", [])]
-        stops += [Stop("count", n).label for n in m.get("counts", [])]
-        for workload in m["workloads"]:
-            for server in m["servers"]:
-                for connections in m["connections"]:
-                    for client in m["load_generators"]:
-                        for stop in stops:
-                            for rep in range(1, reps + 1):
-                                seen[
-                                    (workload, server, connections, client, stop, rep)
-                                ] = None
-    return list(seen)
+    """Every run of an experiment, each once even where matrices overlap."""
+    rounds = plan.experiment_rounds(config, name)
+    return [
+        (*cell, r)
+        for cell in plan.experiment_cells(config, name)
+        for r in range(1, rounds + 1)
+    ]
+
+
+def measure_priority(wildcards):
+    """Earlier in the plan, higher priority: rounds run in order, each in its shuffled order."""
+    w = wildcards
+    return PLAN.priority(w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep)
 
 
 ALL_CELLS = [*cells(), *(c for e in EXPERIMENTS for c in experiment_cells(e))]
@@ -184,7 +206,7 @@ wildcard_constraints:
 
 def measure_inputs(wildcards):
     """This cell's files only: its server and what that server loads, its workload's and its client's files."""
-    server = f"servers/{wildcards.server}.js"
+    server = f"servers/{plan.server_file(wildcards.server, config)}.js"
     client = CLIENTS[wildcards.loadgen]
     inputs = {
         "server": server,

@@ -7,6 +7,7 @@ rule measure_run:
         "data/logs/measure/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.log",
     resources:
         bench=1,
+    priority: measure_priority
     params:
         warmup_s=config["warmup_s"],
         pool_size=config["pool_size"],

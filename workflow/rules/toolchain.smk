@@ -22,6 +22,6 @@ rule probe_load_generator:
         "data/logs/probe_load_generator/{loadgen}.log",
     wildcard_constraints:
         loadgen="|".join(PROGRAMS),
-    priority: 100
+    priority: plan.PROBE_PRIORITY
     script:
         "../../scripts/probe_load_generator.py"

@@ -1,17 +1,11 @@
-"""Derived metrics per cell: medians with bootstrap intervals, ratios, framework share, saturation, score."""
+"""Derived metrics per cell: medians with order-statistic intervals, paired ratios, the A/A noise floor, share."""
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
-from nodebench.catalogue.thresholds import (
-    CLIENT_BOUND_CPU,
-    CONFIDENCE,
-    HEADLINE_CONNECTIONS,
-    NOISY_CV,
-    RESAMPLES,
-    SERVER_BOUND_ELU,
-)
+from nodebench.analysis import intervals
+from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, HEADLINE_CONNECTIONS, NOISY_CV, SERVER_BOUND_ELU
+from nodebench.plan import TWIN_SUFFIX
 
 # A cell: what was measured and how the load was made. stop is the rule with its
 # value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
@@ -24,6 +18,7 @@ BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
 RUN_COLUMNS = [
     *CELL,
     "repetition",
+    "session",
     "elu_utilization",
     "client_cpu_util",
     "client_cpu_capacity",
@@ -32,107 +27,32 @@ RUN_COLUMNS = [
 ]
 
 
-def _median(x, axis=-1):
-    """Median along the last axis, exactly as sorting each row would give it.
-
-    The bootstrap asks for the median of every resample of every cell: millions of rows
-    of a few values, where np.sort and np.partition spend their time per row. Up to four
-    repetitions, the middle values are picked with np.minimum and np.maximum over whole
-    columns instead (the same numbers sorting gives, added in either order: the same
-    result); more repetitions, or any NaN (which sorting puts last), are sorted.
-    """
-    assert axis in (-1, x.ndim - 1)
-    n = x.shape[-1]
-    if n <= 4 and not np.isnan(x).any():
-        col = [x[..., i] for i in range(n)]
-        if n == 1:
-            return col[0]
-        if n == 2:
-            return (col[0] + col[1]) / 2
-        if n == 3:
-            return np.maximum(np.minimum(col[0], col[1]), np.minimum(np.maximum(col[0], col[1]), col[2]))
-        # Four: the two middle values are the larger of the pairs' minima and the smaller of their maxima.
-        lo = np.maximum(np.minimum(col[0], col[1]), np.minimum(col[2], col[3]))
-        hi = np.minimum(np.maximum(col[0], col[1]), np.maximum(col[2], col[3]))
-        return (lo + hi) / 2
-    x = np.sort(x, axis=-1)
-    return x[..., n // 2] if n % 2 else (x[..., n // 2 - 1] + x[..., n // 2]) / 2
-
-
-#: Resampled values one call of scipy's bootstrap may hold per sample (cells x resamples x repetitions):
-#: 2**20 doubles, 8 MiB, which stay in the CPU's cache while the medians are taken (2**22 was 10 % slower,
-#: 2**18 spends more on each call than it saves). Larger tables are bootstrapped a slice of cells at a time.
-SLICE_VALUES = 2**20
-
-
-def _percentile_ci(samples: tuple, statistic, point: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """scipy's percentile bootstrap over the last axis of each (cells x repetitions) sample.
-
-    scipy draws one matrix of resample indices (resamples x repetitions) per sample and
-    applies it to every row, so a row's interval depends on the seed and its own values
-    only: each slice of rows starts from the same seed and gets the interval the whole
-    array would have given it, while memory stays bounded by SLICE_VALUES.
-    A side with one repetition has nothing to resample, and rows whose repetitions are
-    all equal give NaN: in both cases the interval is the point estimate itself.
-    """
-    if any(s.shape[1] < 2 for s in samples):
-        return point.copy(), point.copy()
-    step = max(1, SLICE_VALUES // (RESAMPLES * max(s.shape[1] for s in samples)))
-    lo, hi = np.empty_like(point, dtype=float), np.empty_like(point, dtype=float)
-    for start in range(0, len(point), step):
-        rows = slice(start, start + step)
-        res = stats.bootstrap(
-            tuple(s[rows] for s in samples),
-            statistic,
-            axis=-1,
-            vectorized=True,
-            paired=False,
-            confidence_level=CONFIDENCE,
-            n_resamples=RESAMPLES,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-        lo[rows], hi[rows] = res.confidence_interval
-    return np.where(np.isnan(lo), point, lo), np.where(np.isnan(hi), point, hi)
-
-
-def median_ci(samples: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile-bootstrap CI of the median for each row of a (cells x repetitions) array."""
-    samples = np.atleast_2d(np.asarray(samples, dtype=float))
-    return _percentile_ci((samples,), _median, np.median(samples, axis=-1), seed)
-
-
-def ratio_ci(num: np.ndarray, den: np.ndarray, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Bootstrap CI of median(num) / median(den), resampling each side's repetitions independently."""
-    num, den = np.atleast_2d(np.asarray(num, float)), np.atleast_2d(np.asarray(den, float))
-    point = np.median(num, axis=-1) / np.median(den, axis=-1)
-    return _percentile_ci((num, den), lambda a, b, axis=-1: _median(a, axis) / _median(b, axis), point, seed)
-
-
 class Samples:
-    """The runs' figures as one (cells x most repetitions) array per figure, NaN-padded.
+    """The runs' figures as one (cells x rounds) array per figure, NaN where a cell lacks a round.
 
-    Cells are numbered in the order runs.groupby(CELL) lists them (keys), and each row
-    holds its cell's runs in their order in runs, the order the bootstrap resamples.
-    by_count() yields the rows of the cells with k repetitions and k, so that each group
-    is one rectangular array: the statistics run once per group, not once per cell.
+    Cells are numbered in the order runs.groupby(CELL) lists them (keys); column j of
+    every array is the j-th round any run has (rounds sorted), so the same column of two
+    cells holds runs of the same round: the pairs the ratios are taken over.
     """
 
     def __init__(self, runs: pd.DataFrame):
         grouped = runs.groupby(CELL, observed=True)
         self.keys = grouped.size().reset_index()[CELL]
-        self.cell, self.place = grouped.ngroup().to_numpy(), grouped.cumcount().to_numpy()
-        self.counts = np.bincount(self.cell, minlength=len(self.keys))
+        self.cell = grouped.ngroup().to_numpy()
+        self.rounds, self.place = np.unique(runs["repetition"].to_numpy(), return_inverse=True)
         self.runs = runs
 
-    def __call__(self, figure: str) -> np.ndarray:
-        out = np.full((len(self.keys), self.counts.max(initial=0)), np.nan)
-        out[self.cell, self.place] = self.runs[figure].to_numpy(dtype=float)
+    def __call__(self, figure: str, dtype=float, fill=np.nan) -> np.ndarray:
+        out = np.full((len(self.keys), len(self.rounds)), fill, dtype=dtype)
+        out[self.cell, self.place] = self.runs[figure].to_numpy(dtype=dtype)
         return out
 
-    def by_count(self):
-        for k in np.unique(self.counts):
-            yield np.flatnonzero(self.counts == k), k
+    def sessions(self) -> np.ndarray:
+        """(cells x rounds) codes of the Snakemake session that measured each run; -1 where none is known."""
+        codes = pd.factorize(self.runs["session"].astype(object).to_numpy())[0]
+        out = np.full((len(self.keys), len(self.rounds)), -1, dtype=int)
+        out[self.cell, self.place] = codes
+        return out
 
     def cpu_models(self) -> np.ndarray:
         """Per cell, its runs' CPU models sorted and comma-joined (a Python join only for a cell with several)."""
@@ -144,7 +64,7 @@ class Samples:
 
 
 def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
-    """One row per cell: repetitions, median and CI of each figure, CV and the noisy flag."""
+    """One row per cell: rounds, median and order-statistic interval of each figure, CV and the noisy flag."""
     samples = Samples(runs) if samples is None else samples
     base = (
         runs.groupby(CELL, observed=True)
@@ -160,13 +80,11 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
     columns = {}
     for fig in FIGURES:
         values = samples(fig)
-        median, lo, hi, cv = (np.full(len(base), np.nan) for _ in range(4))
-        for rows, k in samples.by_count():
-            arr = values[rows, :k]
-            lo[rows], hi[rows] = median_ci(arr)
-            median[rows] = np.median(arr, axis=1)
-            cv[rows] = arr.std(axis=1, ddof=1) / arr.mean(axis=1) if k > 1 else 0.0
-        columns |= {fig: median, f"{fig}_lo": lo, f"{fig}_hi": hi, f"{fig}_cv": cv}
+        median, lo, hi, n, cover = intervals.median_interval(values)
+        columns |= {fig: median, f"{fig}_lo": lo, f"{fig}_hi": hi, f"{fig}_cv": intervals.cv(values)}
+        if fig == "us_per_req_elu":
+            # The headline figure's n, coverage and method; another figure's differ only where its value is missing.
+            columns |= {"interval_coverage": cover, "interval": [intervals.describe(int(k)) for k in n]}
     base = base.assign(**columns)
     return base.assign(noisy=lambda d: (d["req_per_s_cv"] > NOISY_CV) | (d["us_per_req_elu_cv"] > NOISY_CV))
 
@@ -183,34 +101,96 @@ def saturation(elu: pd.Series, client_cpu: pd.Series, capacity: pd.Series | floa
     return pd.Series(verdict, index=elu.index)
 
 
+#: Paired ratios of a server's figure over its baseline's, per round: (column prefix, figure).
+RATIOS = {
+    "cost": "us_per_req_elu",  # the headline: event-loop CPU per request, server / baseline (< 1: cheaper)
+    "cost_cpu": "us_per_req_cpu",  # process CPU per request, server / baseline
+    "throughput": "req_per_s",  # req/s, server / baseline (> 1: faster)
+}
+
+
+def _partner(keys: pd.DataFrame, server: str) -> np.ndarray:
+    """Each cell's partner: the cell with the same peers and the given server (-1 where there is none)."""
+    numbered = keys.assign(_cell=np.arange(len(keys)))
+    base = numbered.loc[numbered["server"] == server, [*PEERS, "_cell"]].rename(columns={"_cell": "_base"})
+    return numbered.merge(base, on=PEERS, how="left")["_base"].fillna(-1).to_numpy(dtype=int)
+
+
+def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[str, np.ndarray]:
+    """Per cell, each RATIOS figure's round-by-round ratio to its partner's, summarised over the rounds both have.
+
+    The ratio of each round is taken from the two runs of that round, so drift of the
+    machine between rounds cancels; the median over rounds and its order-statistic
+    interval (intervals.median_interval) describe them. Also: how many rounds were
+    paired, the interval's coverage, and how many pairs were measured by different
+    Snakemake sessions (not back to back).
+    """
+    has = partner >= 0
+    rows, other = np.flatnonzero(has), partner[has]
+    out = {}
+    for label, figure in RATIOS.items():
+        values = samples(figure)
+        ratio = np.full(values.shape, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio[rows] = values[rows] / values[other]
+        median, lo, hi, n, cover = intervals.median_interval(ratio)
+        out |= {f"{label}_{prefix}": median, f"{label}_{prefix}_lo": lo, f"{label}_{prefix}_hi": hi}
+        if label == "cost":
+            out |= {f"pairs_{prefix}": np.where(has, n, 0), f"pair_coverage_{prefix}": cover}
+    crossed = np.zeros(len(partner), dtype=int)
+    if "session" in samples.runs:
+        session = samples.sessions()
+        a, b = session[rows], session[other]
+        crossed[rows] = ((a >= 0) & (b >= 0) & (a != b)).sum(axis=1)
+    out[f"cross_session_{prefix}"] = crossed
+    return out
+
+
 def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
-    """Speed-up (req/s) and CPU advantage (baseline us/req over this server's) vs each baseline, with CIs."""
+    """Paired per-round ratios of CPU per request and of throughput against each baseline, with intervals."""
     samples = Samples(runs) if samples is None else samples
-    rps, us = samples("req_per_s"), samples("us_per_req_elu")
-    keys = samples.keys.assign(_cell=np.arange(len(samples.keys)))
-    out = cells
+    cols = {}
     for baseline, name in BASELINES.items():
-        base = keys.loc[keys["server"] == baseline, [*PEERS, "_cell"]].rename(columns={"_cell": "_base"})
-        # Each cell's baseline cell: the same peers, the baseline's server (-1 where there is none).
-        partner = keys.merge(base, on=PEERS, how="left")["_base"].fillna(-1).to_numpy(dtype=int)
-        cols = {
-            f"{label}_{name}{end}": np.full(len(keys), np.nan)
-            for label in ("speedup", "cpu_ratio")
-            for end in ("", "_lo", "_hi")
-        }
-        # One rectangular pair of arrays per (repetitions, baseline's repetitions).
-        paired = np.flatnonzero(partner >= 0)
-        shapes = np.stack([samples.counts[paired], samples.counts[partner[paired]]], axis=1)
-        for k, kb in np.unique(shapes, axis=0):
-            here = paired[(shapes == (k, kb)).all(axis=1)]
-            for label, num, den in (
-                ("speedup", rps[here, :k], rps[partner[here], :kb]),
-                ("cpu_ratio", us[partner[here], :kb], us[here, :k]),
-            ):
-                lo, hi = ratio_ci(num, den)
-                cols[f"{label}_{name}"][here] = np.median(num, axis=1) / np.median(den, axis=1)
-                cols[f"{label}_{name}_lo"][here], cols[f"{label}_{name}_hi"][here] = lo, hi
-        out = out.merge(samples.keys.assign(**cols), on=CELL, how="left")
+        cols |= paired_ratios(samples, _partner(samples.keys, baseline), name)
+    return cells.merge(samples.keys.assign(**cols), on=CELL, how="left")
+
+
+def add_noise_floor(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
+    """The A/A control's paired cost ratio (its twin over itself) beside every cell with the same peers.
+
+    noise_floor is the relative distance from 1 that the A/A ratio's interval reaches:
+    on this machine, in this run, two identical servers differed by up to this much.
+    A cost ratio is beyond_noise_vs_<baseline> when its whole interval lies beyond
+    1 +- noise_floor (on a log scale: below 1/(1+f) or above 1+f).
+    """
+    samples = Samples(runs) if samples is None else samples
+    twins = sorted({s for s in samples.keys["server"].astype(str) if s.endswith(TWIN_SUFFIX)})
+    floor = {"aa_cost": np.nan, "aa_cost_lo": np.nan, "aa_cost_hi": np.nan, "aa_pairs": 0, "noise_floor": np.nan}
+    out = cells.assign(**floor)
+    for twin in twins:
+        control = twin[: -len(TWIN_SUFFIX)]
+        partner = _partner(samples.keys, control)
+        ratios = paired_ratios(samples, partner, "aa")
+        is_twin = (samples.keys["server"].astype(str) == twin).to_numpy() & (partner >= 0)
+        aa = samples.keys[PEERS][is_twin].assign(
+            aa_cost=ratios["cost_aa"][is_twin],
+            aa_cost_lo=ratios["cost_aa_lo"][is_twin],
+            aa_cost_hi=ratios["cost_aa_hi"][is_twin],
+            aa_pairs=ratios["pairs_aa"][is_twin],
+        )
+        aa = aa.assign(
+            noise_floor=np.fmax(
+                np.abs(aa["aa_cost"] - 1), np.fmax(np.abs(aa["aa_cost_lo"] - 1), np.abs(aa["aa_cost_hi"] - 1))
+            )
+        )
+        merged = out[PEERS].merge(aa, on=PEERS, how="left")
+        for col in floor:
+            out[col] = np.where(merged[col].notna(), merged[col], out[col])
+    for name in BASELINES.values():
+        f = out["noise_floor"]
+        lo, hi = out[f"cost_{name}_lo"], out[f"cost_{name}_hi"]
+        beyond = (hi < 1 / (1 + f)) | (lo > 1 + f)
+        out[f"beyond_noise_{name}"] = beyond.where(f.notna() & lo.notna()).astype("boolean")
     return out
 
 
@@ -262,6 +242,7 @@ def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     samples = Samples(runs)
     cells = cell_table(runs, samples)
     cells = add_ratios(cells, runs, samples)
+    cells = add_noise_floor(cells, runs, samples)
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
     cells = cells.assign(
@@ -276,14 +257,15 @@ def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
 
 
 def geomean_scores(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Per server: 100 x geometric mean over workloads of node-http's us/req over the server's (node-http = 100).
+    """Per server: 100 x geometric mean over workloads of 1 / cost_vs_node_http (node-http = 100; higher is cheaper).
 
-    Within a workload the connection levels are averaged geometrically first, so a
-    workload measured at four connection counts weighs no more than one measured at one.
+    cost_vs_node_http is the paired per-round ratio of CPU per request. Within a
+    workload the connection levels are averaged geometrically first, so a workload
+    measured at four connection counts weighs no more than one measured at one. The
+    A/A control's twin is not ranked.
     """
-    node = metrics[metrics["server"] == "node-http"][[*PEERS, "us_per_req_elu"]]
-    node = node.rename(columns={"us_per_req_elu": "node_us"})
-    rel = metrics.merge(node, on=PEERS).assign(log_rel=lambda d: np.log(d["node_us"] / d["us_per_req_elu"]))
+    rel = metrics[~metrics["server"].astype(str).str.endswith(TWIN_SUFFIX)].dropna(subset=["cost_vs_node_http"])
+    rel = rel.assign(log_rel=lambda d: -np.log(d["cost_vs_node_http"]))
     per_workload = rel.groupby(["server", "workload"], observed=True)["log_rel"].mean().reset_index()
     return (
         per_workload.groupby("server", observed=True)

@@ -30,6 +30,13 @@ class Cell:
     repetition: int
     load_generator: str
     stop: Stop
+    #: The server configuration the name runs (servers/<configuration>.js, the name its
+    #: /__whoami gives): the server's own name, except for the A/A control's twin.
+    configuration: str = ""
+
+    @property
+    def runs(self) -> str:
+        return self.configuration or self.server
 
     def label(self) -> str:
         client = f"{self.load_generator}-{self.stop.label}"
@@ -157,7 +164,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     if cluster is not None:
         cluster.wait_ready()
     log("database ready")
-    server.wait_ready(proc, cell.server, server_log)
+    server.wait_ready(proc, cell.runs, server_log)
     # Everything booted on any of the job's CPUs; from here on, only the server runs on its own.
     # This harness polls while the server runs: keep it off the server's CPU too.
     os.sched_setaffinity(0, client_cpus)
@@ -194,7 +201,7 @@ def check_window(cell: Cell, s: Started, out: dict, queries: int, answer_bytes: 
     """Every check of the measured run; each raises RunError naming what failed."""
     if s.proc.poll() is not None:
         raise RunError(f"server {cell.server} exited with status {s.proc.returncode} during the measured window")
-    server.check_identity(s.port, cell.server, s.proc.pid)
+    server.check_identity(s.port, cell.runs, s.proc.pid)
     load, elu = out["load"], out["elu"]
     verify.check_load(load)
     verify.check_elu(elu)
@@ -223,7 +230,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         phases.done("start")
         import psycopg
 
-        who = server.check_identity(s.port, cell.server, s.proc.pid)
+        who = server.check_identity(s.port, cell.runs, s.proc.pid)
         admin = stack.enter_context(psycopg.connect(s.admin_conninfo, autocommit=True))
         pg_version = admin.execute("SHOW server_version").fetchone()[0]
         verify.verify_answers(s.port, workload, verify.expected_answer(workload, admin, paths.answer_fixture))

@@ -1,0 +1,126 @@
+"""The measurement plan: every cell of the main matrix and of each experiment, and the order of rounds.
+
+A cell is (workload, server, connections, load generator, stop); a run is a cell in one
+round. Round r measures every cell of its matrix once before any cell of round r + 1
+starts, in an order shuffled from config's `round_seed`, so slow drift of the machine
+lands on all servers alike and runs of the same round can be compared in pairs.
+
+Snakemake enforces the order through each measurement job's priority (higher runs
+first among ready jobs); the job itself reads its round position from here, not from a
+rule parameter, so that adding a server or changing the seed re-orders future runs
+without marking every existing record as stale.
+
+The A/A control: config's `control` names one server that the main matrix also
+measures under a second name, `<server>-aa`, from the same file, in every round. Their
+ratio is what the machine's noise alone makes of two identical servers.
+"""
+
+import random
+
+from nodebench.catalogue.clients import Stop
+
+MAIN_CLIENT = "autocannon"
+TWIN_SUFFIX = "-aa"
+#: Measurement jobs' priorities count down from here, one per run in plan order; the
+#: client probe runs above them all.
+FIRST_PRIORITY = 1_000_000
+PROBE_PRIORITY = 2 * FIRST_PRIORITY
+
+
+def twin(server: str) -> str:
+    """The A/A control's second name for a server."""
+    return f"{server}{TWIN_SUFFIX}"
+
+
+def control(config: dict) -> str | None:
+    return config.get("control") or None
+
+
+def main_servers(config: dict) -> list[str]:
+    """The main matrix's servers, with the A/A control's twin right after its server."""
+    servers = list(config["servers"])
+    c = control(config)
+    if c and c in servers:
+        servers.insert(servers.index(c) + 1, twin(c))
+    return servers
+
+
+def server_file(server: str, config: dict) -> str:
+    """The configuration a server name runs: the twin runs its control's file."""
+    c = control(config)
+    if c and server == twin(c):
+        return c
+    return server
+
+
+def main_stop(config: dict) -> str:
+    return Stop("duration", config["duration_s"]).label
+
+
+def main_cells(config: dict) -> list[tuple]:
+    """Every (workload, server, connections, client, stop) of the main matrix, in config order."""
+    stop = main_stop(config)
+    return [
+        (workload, server, connections, MAIN_CLIENT, stop)
+        for workload, spec in config["workloads"].items()
+        for server in main_servers(config)
+        for connections in spec["connections"]
+    ]
+
+
+def experiment_rounds(config: dict, name: str) -> int:
+    return config["experiments"][name].get("rounds", config["rounds"])
+
+
+def experiment_cells(config: dict, name: str) -> list[tuple]:
+    """Every cell of an experiment, each once even where matrices overlap."""
+    seen = {}
+    for m in config["experiments"][name]["matrices"]:
+        stops = [Stop("duration", d).label for d in m.get("durations_s", [])]
+        stops += [Stop("count", n).label for n in m.get("counts", [])]
+        for workload in m["workloads"]:
+            for server in m["servers"]:
+                for connections in m["connections"]:
+                    for client in m["load_generators"]:
+                        for stop in stops:
+                            seen[(workload, server, connections, client, stop)] = None
+    return list(seen)
+
+
+def shuffled(cells: list[tuple], seed, round_: int) -> list[tuple]:
+    """One round's order: the cells sorted, then shuffled by a generator seeded with (seed, round)."""
+    order = sorted(cells, key=lambda c: tuple(map(str, c)))
+    random.Random(f"{seed}/{round_}").shuffle(order)
+    return order
+
+
+class Plan:
+    """Every run of the main matrix and the experiments, numbered in the order they are measured.
+
+    runs maps (workload, server, connections, client, stop, round) to (index, position,
+    size): its place in the whole plan, its place in its round (from 1) and the round's
+    size. The main matrix comes first, round by round; then each experiment's runs that
+    the main matrix does not already have, round by round.
+    """
+
+    def __init__(self, config: dict):
+        self.runs: dict[tuple, tuple[int, int, int]] = {}
+        seed = config.get("round_seed", 1)
+        self._add(main_cells(config), config["rounds"], seed)
+        for name in config.get("experiments") or {}:
+            self._add(experiment_cells(config, name), experiment_rounds(config, name), f"{seed}/{name}")
+
+    def _add(self, cells: list[tuple], rounds: int, seed) -> None:
+        for r in range(1, rounds + 1):
+            fresh = [c for c in cells if (*c, r) not in self.runs]
+            for position, cell in enumerate(shuffled(fresh, seed, r), start=1):
+                self.runs[(*cell, r)] = (len(self.runs), position, len(fresh))
+
+    def priority(self, workload, server, connections, client, stop, round_) -> int:
+        index, _, _ = self.runs[(workload, server, int(connections), client, stop, int(round_))]
+        return FIRST_PRIORITY - index
+
+    def place(self, workload, server, connections, client, stop, round_) -> tuple[int, int] | tuple[None, None]:
+        """(position in its round, round size); (None, None) for a run outside the plan."""
+        found = self.runs.get((workload, server, int(connections), client, stop, int(round_)))
+        return (found[1], found[2]) if found else (None, None)

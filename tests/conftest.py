@@ -34,11 +34,11 @@ workloads:
   point-lookup: {connections: [10]}
 warmup_s: 1
 duration_s: 1
-repetitions: 1
+rounds: 1
 database:
   rows: 20000
 # One tiny fixed-count cell with autocannon, one wrk cell and one ab cell, next to the
-# main matrix's fastify point-lookup cell (autocannon, 1 s), which the study reuses.
+# main matrix (wrk by default, so the autocannon 1 s cell is the study's own).
 experiments:
   tiny-study:
     matrices:

@@ -1,4 +1,4 @@
-"""The real pipeline on a tiny config: real PostgreSQL, real servers, real autocannon."""
+"""The real pipeline on a tiny config: real PostgreSQL, real servers, real wrk and autocannon."""
 
 import os
 import re
@@ -16,10 +16,12 @@ from nodebench.harness import procs, server
 
 def test_every_cell_of_the_matrix_was_measured(project: Path):
     runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
-    assert len(runs) == 6
+    # Three servers and node-http's A/A twin, on two workloads.
+    assert len(runs) == 8
     assert set(zip(runs["workload"], runs["server"], strict=True)) == {
-        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "express", "fastify")
+        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "node-http-aa", "express", "fastify")
     }
+    assert set(runs["load_generator"]) == {"wrk"}
     assert (runs["requests"] > 100).all()
 
 
@@ -54,7 +56,8 @@ def test_server_and_client_ran_on_different_cpus(project: Path):
 
 def test_records_carry_identity_and_provenance(project: Path):
     runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
-    assert (runs["framework"].astype(str).replace({"node:http": "node-http"}) == runs["server"].astype(str)).all()
+    named = runs["server"].astype(str).str.removesuffix("-aa")
+    assert (runs["framework"].astype(str).replace({"node:http": "node-http"}) == named).all()
     assert runs["postgres_version"].astype(str).str.startswith("18").all()
     assert (runs["database_mode"] == "embedded").all()
     assert runs["node_version"].astype(str).str.startswith("v").all()
@@ -68,7 +71,7 @@ def test_summary_and_manifest(project: Path):
     assert "Measured on" in summary and "1.00x" in summary
     manifest = (project / "reports" / "all").read_text().split()
     assert "data/overall/runs.parquet" in manifest and "reports/overall/summary.md" in manifest
-    assert len([m for m in manifest if m.startswith("data/runs/")]) == 6
+    assert len([m for m in manifest if m.startswith("data/runs/")]) == 8
     assert all((project / m).exists() for m in manifest)
 
 
@@ -130,8 +133,8 @@ def test_editing_the_metrics_replans_metrics_charts_and_summary_not_measurements
 
 def test_editing_a_harness_module_replans_every_measurement(study: Path):
     out = replan_after_touching(study, "scripts/nodebench/harness/verify.py")
-    assert planned_cells(out) == {("empty", s) for s in ("node-http", "express", "fastify")} | {
-        ("point-lookup", s) for s in ("node-http", "express", "fastify")
+    assert planned_cells(out) == {
+        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "node-http-aa", "express", "fastify")
     }
     assert "build_database_template" not in planned_rules(out)
 
@@ -154,8 +157,11 @@ def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):
 
 def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
     cells = pd.read_parquet(project / "data" / "overall" / "metrics.parquet")
-    assert len(cells) == 6 and set(cells["saturation"]) <= {"server-bound", "client-bound", "io-bound"}
-    assert (cells.loc[cells["server"] == "express", "speedup_vs_express"] == 1.0).all()
+    assert len(cells) == 8
+    assert (cells.loc[cells["server"] == "express", "cost_vs_express"] == 1.0).all()
+    # One round: no interval, and the A/A twin's ratio is measured all the same.
+    assert cells["cost_vs_express_lo"].isna().all() and (cells["interval"] == "n=1: no interval").all()
+    assert cells["aa_cost"].between(0.5, 2).all() and (cells["aa_pairs"] == 1).all()
     scores = pd.read_parquet(project / "data" / "overall" / "scores.parquet").set_index("server")
     assert scores.loc["node-http", "score"] == 100.0
     manifest = (project / "reports" / "all").read_text().split()
@@ -231,7 +237,7 @@ def test_study_measures_counts_and_other_clients(study: Path):
 
 
 def test_study_reuses_the_main_matrix_cell(study: Path):
-    shared = "data/runs/point-lookup/fastify/c10/autocannon-1s/r1.json"
+    shared = "data/runs/point-lookup/fastify/c10/wrk-1s/r1.json"
     assert shared in (study / "reports" / "all").read_text().split()
     assert shared in (study / "reports" / "tiny-study" / "all").read_text().split()
     assert "Nothing to be done" in snakemake(study, "--dry-run", "reports/tiny-study/all").stdout

@@ -19,7 +19,8 @@ import random
 
 from nodebench.catalogue.clients import Stop
 
-MAIN_CLIENT = "autocannon"
+#: The main matrix's load generator when config does not name one.
+MAIN_CLIENT = "wrk"
 TWIN_SUFFIX = "-aa"
 #: Measurement jobs' priorities count down from here, one per run in plan order; the
 #: client probe runs above them all.
@@ -53,6 +54,10 @@ def server_file(server: str, config: dict) -> str:
     return server
 
 
+def main_client(config: dict) -> str:
+    return config.get("load_generator") or MAIN_CLIENT
+
+
 def main_stop(config: dict) -> str:
     return Stop("duration", config["duration_s"]).label
 
@@ -61,7 +66,7 @@ def main_cells(config: dict) -> list[tuple]:
     """Every (workload, server, connections, client, stop) of the main matrix, in config order."""
     stop = main_stop(config)
     return [
-        (workload, server, connections, MAIN_CLIENT, stop)
+        (workload, server, connections, main_client(config), stop)
         for workload, spec in config["workloads"].items()
         for server in main_servers(config)
         for connections in spec["connections"]

@@ -154,8 +154,11 @@ def code(script):
 
 # --- The cells: the main matrix and the experiments ---------------------------------
 
-# The main matrix: autocannon for duration_s seconds, the A/A control's twin beside its server.
+# The main matrix: one load generator for duration_s seconds, the A/A control's twin beside its server.
 MAIN_STOP = plan.main_stop(config)
+_bad = problems(plan.main_client(config), {"duration": [config["duration_s"]]})
+if _bad:
+    raise WorkflowError(f"config keys 'load_generator'/'duration_s': {'; '.join(_bad)}")
 MAIN_SERVERS = plan.main_servers(config)
 PLAN = plan.Plan(config)
 # One id per Snakemake invocation, inherited by its jobs: records of one round measured by

@@ -212,12 +212,34 @@ def test_config_schema_describes_every_key():
 
 
 def test_server_request_count_must_match_the_client():
+    # Completed-but-unread plus aborted: at most one per connection.
     verify.check_server_requests(1050, 1000, 50)
     verify.check_server_requests(1000, 1000, 50)
-    with pytest.raises(errors.RunError, match="received 1051 requests"):
+    verify.check_server_requests(1030, 1000, 50, aborted=20)
+    with pytest.raises(errors.RunError, match="completed 1051 requests"):
         verify.check_server_requests(1051, 1000, 50)
-    with pytest.raises(errors.RunError, match="received 999 requests"):
+    with pytest.raises(errors.RunError, match=r"completed 1031 requests \(and 20 aborted\).*expected 1000 to 1030"):
+        verify.check_server_requests(1031, 1000, 50, aborted=20)
+    # A response the client read was sent inside the window: the server cannot have completed fewer.
+    with pytest.raises(errors.RunError, match="completed 999 requests"):
         verify.check_server_requests(999, 1000, 50)
+    with pytest.raises(errors.RunError, match="completed 999 requests"):
+        verify.check_server_requests(999, 1000, 50, aborted=1)
+
+
+def test_aborted_requests_ran_their_queries_too():
+    verify.check_database(1010, 1000, 1, aborted=10)
+    with pytest.raises(errors.RunError, match="for the 1000 requests the server received and 10 aborted"):
+        verify.check_database(1000, 1000, 1, aborted=10)
+
+
+def test_a_window_that_did_not_drain_is_not_a_result():
+    elu = {"utilization": 0.5, "wall_ms": 1000.0, "drained": True, "in_flight_at_stop": 3, "drain_ms": 1.2}
+    verify.check_elu(elu)
+    verify.check_elu({"utilization": 0.5, "wall_ms": 1000.0})  # a server from before the drain
+    stuck = {**elu, "drained": False, "in_flight_after_drain": 2, "drain_ms": 2000.4}
+    with pytest.raises(errors.RunError, match="still had 2 of the window's 3 requests in flight 2000 ms after"):
+        verify.check_elu(stuck)
 
 
 def test_dsn_environment_maps_every_key_and_keeps_pg_variables():

@@ -14,6 +14,17 @@ NOISY_CV = 0.05
 SERVER_BOUND_ELU = 0.95
 #: ... else client-bound when the load generator used at least this share of the CPU it can use.
 CLIENT_BOUND_CPU = 0.90
+#: ... else database-bound when PostgreSQL used at least this share of the client CPU set's capacity
+#: that the load generator left (they share those CPUs: client_cpu_count - client_cpu_util cores).
+DB_BOUND_SHARE = 0.90
+#: ... else "client CPUs saturated (shared)" when the client CPU set was at least this busy
+#: (client_cpus_busy, /proc/stat) though neither the client nor PostgreSQL alone reached its threshold.
+CLIENT_CPUS_BUSY = 0.95
+#: A run is flagged preempted when the server's event loop was busy for more than this multiple of
+#: its process CPU time over the window (busy wall time without CPU: the thread was not running) ...
+PREEMPT_ACTIVE_OVER_CPU = 1.10
+#: ... or when it took more involuntary context switches per second than this.
+PREEMPT_INVOL_CSW_PER_S = 200.0
 #: Charts and tables headline the connection count closest to this (the reference's).
 HEADLINE_CONNECTIONS = 50
 #: Stopping-rule study: a fixed count "matches" a fixed duration within this relative difference.

@@ -73,11 +73,15 @@ const isProbe = (url) => url.startsWith('/__');
 
 const nowMs = () => Number(process.hrtime.bigint()) / 1e6;
 
+// The window a response belongs to (null: none), set when its request arrives.
+const kWindow = Symbol('nodebench.window');
+const SETTLED = Symbol('nodebench.settled');
+
 // Identity, the ELU window and the cumulative sample. The window also carries process
 // CPU over the same interval, which counts GC and thread-pool work that ELU does not.
 //
-// A request counts when its response has been sent (the response's 'finish': handed to
-// the kernel), and only if it arrived while the window was open; one whose connection
+// A request counts when its response has been sent (finished: handed to the kernel),
+// and only if it arrived while the window was open; one whose connection
 // closed first is `aborted`. /__elu/stop stops admitting requests to the window, waits
 // (at most DRAIN_TIMEOUT_MS) until the window's requests in flight have finished, and only
 // then reads ELU, CPU and the count, so the window holds the whole work of what it counts.
@@ -86,6 +90,22 @@ function makeProbe(name, framework, frameworkVersion) {
   // Since the server started, for /__elu/sample: finished responses and requests in flight (probes excluded).
   let completed = 0;
   let inFlight = 0;
+  // One listener per response, shared (no closure per request): the probe must cost the measured
+  // requests as little as it can. A response emits 'close' once, after 'finish' when it was sent,
+  // or when its connection went away first; writableFinished tells the two apart.
+  function onResponseClose() {
+    const w = this[kWindow];
+    if (w === SETTLED) return;
+    this[kWindow] = SETTLED;
+    const finished = this.writableFinished;
+    inFlight -= 1;
+    if (finished) completed += 1;
+    if (w === null) return;
+    w.inFlight -= 1;
+    if (finished) w.requests += 1;
+    else w.aborted += 1;
+    if (w.inFlight === 0 && w.onDrained !== null) w.onDrained();
+  }
   return {
     // Listens (first) to the node:http server's 'request' event, which every framework here sits on.
     onRequest(req, res) {
@@ -93,21 +113,8 @@ function makeProbe(name, framework, frameworkVersion) {
       inFlight += 1;
       const w = window !== null && window.open ? window : null;
       if (w !== null) w.inFlight += 1;
-      let settled = false;
-      const settle = (finished) => {
-        if (settled) return;
-        settled = true;
-        inFlight -= 1;
-        if (finished) completed += 1;
-        if (w === null) return;
-        w.inFlight -= 1;
-        if (finished) w.requests += 1;
-        else w.aborted += 1;
-        if (w.inFlight === 0 && w.onDrained !== null) w.onDrained();
-      };
-      // 'close' also follows a finished response; before 'finish' it means the connection went away.
-      res.once('finish', () => settle(true));
-      res.once('close', () => settle(false));
+      res[kWindow] = w;
+      res.on('close', onResponseClose);
     },
     whoami() {
       return { name, framework, framework_version: frameworkVersion, node_version: process.version, pid: process.pid };

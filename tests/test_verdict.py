@@ -10,22 +10,26 @@ from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CLIENT_CPUS_BUSY, D
 NAN = np.nan
 # elu, client_cpu_util, client_cpu_capacity, client_cpus_busy, db_cpu_util, client_cpus -> verdict, reason fragment
 CASES = {
-    "busy event loop": ((0.97, 0.95, 1.0, 1.0, 0.0, 1), "server-bound", "ELU 0.97 >= 0.95"),
+    "busy event loop": ((0.97, 0.95, 1.0, 1.0, 0.0, 1), "server-bound", f"ELU 0.97 >= {SERVER_BOUND_ELU:.2f}"),
     "ELU exactly at the threshold": ((SERVER_BOUND_ELU, 0.2, 1.0, 0.3, 0.0, 1), "server-bound", "ELU 0.95"),
     "server wins over a busy client": ((0.99, 1.0, 1.0, 1.0, NAN, 1), "server-bound", "ELU 0.99"),
-    "autocannon at its one core": ((0.80, 0.93, 1.0, 0.95, 0.0, 1), "client-bound", "client CPU 0.93 >= 0.90 x 1"),
+    "autocannon at its one core": (
+        (0.80, 0.93, 1.0, 0.95, 0.0, 1),
+        "client-bound",
+        f"client CPU 0.93 >= {CLIENT_BOUND_CPU:.2f} x 1",
+    ),
     "wrk at 3 of its 3 threads": ((0.80, 2.8, 3.0, 0.95, 0.1, 3), "client-bound", "x 3.00 cores"),
     "wrk at 2 of 3 threads is not": ((0.80, 2.0, 3.0, 0.70, 0.1, 3), "not saturated", "client CPU 2.00 of 3"),
     "PostgreSQL took what the client left": (
         (0.70, 0.40, 1.0, 0.99, 0.57, 1),
         "database-bound",
-        "PostgreSQL 0.57 cores >= 0.90 x the 0.60 cores the client left of 1 CPU",
+        f"PostgreSQL 0.57 cores >= {DB_BOUND_SHARE:.2f} x the 0.60 cores the client left of 1 CPU",
     ),
     "PostgreSQL on three client CPUs": ((0.70, 0.80, 1.0, 0.97, 2.0, 3), "database-bound", "left of 3 CPUs"),
     "both share the CPU, neither dominant": (
         (0.70, 0.60, 1.0, 0.98, 0.30, 1),
         "client CPUs saturated (shared)",
-        "client CPUs 0.98 busy >= 0.95 (client 0.60 + PostgreSQL 0.30 cores)",
+        f"client CPUs 0.98 busy >= {CLIENT_CPUS_BUSY:.2f} (client 0.60 + PostgreSQL 0.30 cores)",
     ),
     "idle everywhere": ((0.40, 0.30, 1.0, 0.45, 0.10, 1), "not saturated", "ELU 0.40, client CPU 0.30 of 1"),
 }

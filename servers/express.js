@@ -15,7 +15,8 @@ app.get('/users/:id', async (req, res) => reply(res, await h.user(req.params.id)
 app.get('/list', async (req, res) => reply(res, await h.list()));
 app.get('/__whoami', (req, res) => res.json(probe.whoami()));
 app.get('/__elu/start', (req, res) => res.json(probe.eluStart()));
-app.get('/__elu/stop', (req, res) => reply(res, probe.eluStop()));
+app.get('/__elu/stop', async (req, res) => reply(res, await probe.eluStop()));
+app.get('/__elu/sample', (req, res) => res.json(probe.sample()));
 
 const server = require('node:http').createServer(app);
 c.serve({ name: 'express', server, probe, listen: c.listenHttp(server), close: c.closeHttp(server, pool) });

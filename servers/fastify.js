@@ -15,7 +15,8 @@ app.get('/users/:id', async (req, rep) => reply(rep, await h.user(req.params.id)
 app.get('/list', async (req, rep) => reply(rep, await h.list()));
 app.get('/__whoami', async () => probe.whoami());
 app.get('/__elu/start', async () => probe.eluStart());
-app.get('/__elu/stop', async (req, rep) => reply(rep, probe.eluStop()));
+app.get('/__elu/stop', async (req, rep) => reply(rep, await probe.eluStop()));
+app.get('/__elu/sample', async () => probe.sample());
 
 c.serve({
   name: 'fastify',

@@ -31,7 +31,9 @@ const server = http.createServer((req, res) => {
   } else if (url === '/__elu/start') {
     send(res, 200, probe.eluStart());
   } else if (url === '/__elu/stop') {
-    reply(res, probe.eluStop());
+    probe.eluStop().then((r) => reply(res, r), (err) => send(res, 500, { error: err.message }));
+  } else if (url === '/__elu/sample') {
+    send(res, 200, probe.sample());
   } else {
     send(res, 404, { error: 'not found' });
   }

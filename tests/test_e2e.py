@@ -29,12 +29,13 @@ def test_windows_and_counts_line_up(project: Path):
     runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
     # The client's window is the configured second, give or take autocannon's start and its 1-s sample tick.
     assert ((runs["window_s"] > 0.9) & (runs["window_s"] < 1.6)).all()
-    # The server's window holds the client's window plus the two window requests.
+    # The server's window holds the client's window plus the two window requests and the drain.
     assert (runs["elu_window_ms"] >= runs["window_s"] * 1000).all()
     assert (runs["elu_window_ms"] <= runs["window_s"] * 1000 + 500).all()
-    # The server saw every counted request plus at most one in flight per connection.
+    assert (runs["server_drain_ms"] < 100).all() and (runs["server_in_flight_at_stop"] >= 0).all()
+    # The server completed every counted request; beyond them, at most one unread or aborted per connection.
     extra = runs["server_requests"] - runs["requests"]
-    assert ((extra >= 0) & (extra <= runs["connections"])).all()
+    assert ((extra >= 0) & (extra + runs["server_aborted"] <= runs["connections"])).all()
     # CPU per request from the raw ELU fields, independently of the derived req/s.
     assert np.allclose(runs["us_per_req_elu"], runs["elu_active_ms"] * 1000 / runs["server_requests"], rtol=1e-9)
     # Every response was as long as the verified answer.
@@ -44,7 +45,22 @@ def test_windows_and_counts_line_up(project: Path):
 def test_database_did_the_work(project: Path):
     runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet").set_index(["workload", "server"])
     assert (runs.loc["empty", "db_queries"] == 0).all()
-    assert (runs.loc["point-lookup", "db_queries"] == runs.loc["point-lookup", "server_requests"]).all()
+    lookups = runs.loc["point-lookup"]
+    assert (lookups["db_queries"] == lookups["server_requests"] + lookups["server_aborted"]).all()
+
+
+def test_the_window_carries_the_client_side_and_preemption_figures(project: Path):
+    runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet").set_index(["workload", "server"])
+    assert runs["client_cpus_busy"].between(0, 1).all() and (runs["client_cpu_count"] >= 1).all()
+    # The host snapshots sit at the window's ends, within a few milliseconds, on the server's own clock.
+    assert (runs["sample_start_offset_ms"].abs() < 50).all() and (runs["sample_stop_offset_ms"].abs() < 50).all()
+    assert np.allclose(runs["sample_window_s"] * 1000, runs["elu_window_ms"], atol=100)
+    # The embedded PostgreSQL worked for point-lookup only.
+    assert (runs.loc["point-lookup", "db_cpu_util"] > 0.01).all()
+    assert (runs.loc["empty", "db_cpu_util"] < runs.loc["point-lookup", "db_cpu_util"].min()).all()
+    assert (runs["server_invol_csw"] >= 0).all() and (runs["elu_active_over_cpu"] > 0).all()
+    assert str(runs["preempted"].dtype) == "boolean" and runs["preempted"].notna().all()
+    assert (runs["preempted_reason"].isna() == ~runs["preempted"]).all()
 
 
 def test_server_and_client_ran_on_different_cpus(project: Path):
@@ -233,7 +249,7 @@ def test_study_measures_counts_and_other_clients(study: Path):
         # Every client's own CPU is recorded, and every answer had the verified size for that client.
         assert r.client_cpu_user_us + r.client_cpu_system_us > 0
         assert r.bytes == r.requests * r.answer_bytes
-        assert r.db_queries == r.server_requests
+        assert r.db_queries == r.server_requests + r.server_aborted
 
 
 def test_study_reuses_the_main_matrix_cell(study: Path):

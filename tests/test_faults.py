@@ -224,7 +224,9 @@ def test_existing_server_through_a_dsn(tmp_path: Path, external_postgres: int):
     assert res.returncode == 0, res.stdout[-3000:]
     rec = json.loads((proj / target).read_text())
     assert rec["database_mode"] == "dsn" and f"port={external_postgres}" in rec["database_dsn"]
-    assert rec["db_queries"] == rec["server_requests"]
+    assert rec["db_queries"] == rec["server_requests"] + rec["server_aborted"]
+    assert rec["db_cpu_s"] is None and rec["db_cpu_util"] is None  # not our processes
+    assert 0 <= rec["client_cpus_busy"] <= 1
     assert not leftovers(proj)
 
 

@@ -1,6 +1,7 @@
 """Unit tests of the pure functions: parsing, checks, derivations, aggregation, summary, seed."""
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import yaml
 import list_outputs
 from conftest import FIXTURES, REPO
 from nodebench.analysis import aggregate, metrics
-from nodebench.harness import database, errors, parsers, procs, record, seed, verify
+from nodebench.harness import database, errors, hostsample, parsers, procs, record, seed, verify
 from nodebench.render import markdown
 from synthetic import synthetic_records
 
@@ -154,6 +155,29 @@ def test_aggregate_types_and_sorts(tmp_path: Path):
     assert list(frame.columns) == list(RUN_SCHEMA["properties"])
 
 
+NEW_IN_ISSUE_10 = [
+    "server_aborted", "server_in_flight_at_stop", "server_drain_ms", "server_invol_csw", "server_invol_csw_per_s",
+    "server_vol_csw", "elu_active_over_cpu", "preempted", "preempted_reason", "client_cpu_count",
+    "client_cpus_busy", "db_cpu_s", "db_cpu_util", "sample_window_s", "sample_start_offset_ms",
+    "sample_stop_offset_ms",
+]  # fmt: skip
+
+
+def test_records_from_before_a_field_existed_read_as_null(tmp_path: Path):
+    old = {k: v for k, v in make_record(server="express", workload="empty").items() if k not in NEW_IN_ISSUE_10}
+    new = make_record(server="fastify", workload="empty", preempted=True, server_aborted=3, db_cpu_util=0.25)
+    paths = []
+    for i, r in enumerate([old, new]):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(r))
+    frame = aggregate.to_frame(aggregate.load_records(paths, RUN_SCHEMA), RUN_SCHEMA).set_index("server")
+    assert str(frame["preempted"].dtype) == "boolean" and str(frame["server_aborted"].dtype) == "Int64"
+    assert frame[NEW_IN_ISSUE_10].loc["express"].isna().all()
+    assert frame.loc["fastify", "preempted"] and frame.loc["fastify", "server_aborted"] == 3
+    assert frame.loc["fastify", "db_cpu_util"] == 0.25
+    frame.reset_index().to_parquet(tmp_path / "runs.parquet", index=False)
+
+
 def test_aggregate_in_batches_gives_the_same_table(tmp_path: Path):
     # Records stream into the frame a batch at a time; categories are set over all batches.
     records = synthetic_records(["node-http", "express", "fastify"], ["empty", "point-lookup"], [10, 50], 3)
@@ -212,12 +236,34 @@ def test_config_schema_describes_every_key():
 
 
 def test_server_request_count_must_match_the_client():
+    # Completed-but-unread plus aborted: at most one per connection.
     verify.check_server_requests(1050, 1000, 50)
     verify.check_server_requests(1000, 1000, 50)
-    with pytest.raises(errors.RunError, match="received 1051 requests"):
+    verify.check_server_requests(1030, 1000, 50, aborted=20)
+    with pytest.raises(errors.RunError, match="completed 1051 requests"):
         verify.check_server_requests(1051, 1000, 50)
-    with pytest.raises(errors.RunError, match="received 999 requests"):
+    with pytest.raises(errors.RunError, match=r"completed 1031 requests \(and 20 aborted\).*expected 1000 to 1030"):
+        verify.check_server_requests(1031, 1000, 50, aborted=20)
+    # A response the client read was sent inside the window: the server cannot have completed fewer.
+    with pytest.raises(errors.RunError, match="completed 999 requests"):
         verify.check_server_requests(999, 1000, 50)
+    with pytest.raises(errors.RunError, match="completed 999 requests"):
+        verify.check_server_requests(999, 1000, 50, aborted=1)
+
+
+def test_aborted_requests_ran_their_queries_too():
+    verify.check_database(1010, 1000, 1, aborted=10)
+    with pytest.raises(errors.RunError, match="for the 1000 requests the server received and 10 aborted"):
+        verify.check_database(1000, 1000, 1, aborted=10)
+
+
+def test_a_window_that_did_not_drain_is_not_a_result():
+    elu = {"utilization": 0.5, "wall_ms": 1000.0, "drained": True, "in_flight_at_stop": 3, "drain_ms": 1.2}
+    verify.check_elu(elu)
+    verify.check_elu({"utilization": 0.5, "wall_ms": 1000.0})  # a server from before the drain
+    stuck = {**elu, "drained": False, "in_flight_after_drain": 2, "drain_ms": 2000.4}
+    with pytest.raises(errors.RunError, match="still had 2 of the window's 3 requests in flight 2000 ms after"):
+        verify.check_elu(stuck)
 
 
 def test_dsn_environment_maps_every_key_and_keeps_pg_variables():
@@ -286,3 +332,61 @@ def test_query_counter_past_the_expected_count_settles_and_reports_it():
     assert got == 170
     with pytest.raises(errors.RunError, match="ran 70 workload queries"):
         verify.check_database(got - 100, 50, 1)
+
+
+PROC_STAT = """cpu  900 0 300 5000 100 0 10 0 0 0
+cpu0 500 0 100 2000 50 0 5 0 0 0
+cpu1 300 5 150 1800 40 0 5 0 60 0
+cpu2 100 0 50 1200 10 0 0 0 0 0
+intr 12345
+"""
+
+
+def test_client_cpu_ticks_leave_out_idle_iowait_and_guest():
+    # cpu1: total = 300+5+150+1800+40+0+5+0 = 2300 (guest 60 is inside user already); busy = 2300-1800-40.
+    assert hostsample.cpu_ticks(PROC_STAT, [1]) == (460, 2300)
+    assert hostsample.cpu_ticks(PROC_STAT, [1, 2]) == (460 + 150, 2300 + 1360)
+    with pytest.raises(ValueError, match="cpu7"):
+        hostsample.cpu_ticks(PROC_STAT, [1, 7])
+
+
+def test_window_figures_from_two_snapshots():
+    s0 = hostsample.Snapshot(mono_ms=10_000.0, busy_ticks=1000, total_ticks=4000, db_cpu_s=2.0)
+    s1 = hostsample.Snapshot(mono_ms=12_000.0, busy_ticks=1300, total_ticks=4400, db_cpu_s=2.5)
+    elu = {"mono_start_ms": 10_001.5, "mono_stop_ms": 11_999.0}
+    got = hostsample.window_figures(s0, s1, elu)
+    assert got["sample_window_s"] == 2.0 and got["client_cpus_busy"] == 0.75
+    assert got["db_cpu_s"] == 0.5 and got["db_cpu_util"] == 0.25
+    assert got["sample_start_offset_ms"] == -1.5 and got["sample_stop_offset_ms"] == 1.0
+    # An external database: no PostgreSQL figures; no snapshots at all: every figure null.
+    dsn = hostsample.window_figures(
+        hostsample.Snapshot(0.0, 0, 0, None), hostsample.Snapshot(1000.0, 10, 100, None), {}
+    )
+    assert dsn["db_cpu_s"] is None and dsn["db_cpu_util"] is None and dsn["client_cpus_busy"] == 0.1
+    assert dsn["sample_start_offset_ms"] is None
+    assert set(hostsample.window_figures(None, None, elu).values()) == {None}
+
+
+def test_the_sampler_reads_this_machine():
+    cpus = sorted(os.sched_getaffinity(0))
+    sample = hostsample.WindowSampler(cpus, db_pid=os.getpid())
+    a, b = sample(), sample()
+    assert b.mono_ms >= a.mono_ms and b.total_ticks >= a.total_ticks and b.db_cpu_s >= a.db_cpu_s > 0
+    assert hostsample.WindowSampler(cpus, db_pid=None)().db_cpu_s is None
+    assert hostsample.tree_cpu_s(2**22 + 12345) is None  # no such process
+
+
+def test_preemption_flag_and_reason():
+    calm = {"active_ms": 900.0, "cpu_user_us": 900_000, "cpu_system_us": 100_000, "wall_ms": 1000.0, "invol_csw": 20}
+    got = record.preemption(calm)
+    assert got["preempted"] is False and got["preempted_reason"] is None
+    assert got["elu_active_over_cpu"] == 0.9 and got["server_invol_csw_per_s"] == 20.0
+    stolen = {**calm, "active_ms": 990.0, "cpu_user_us": 700_000}
+    got = record.preemption(stolen)
+    assert got["preempted"] and "active time 1.24x the process CPU" in got["preempted_reason"]
+    switched = {**calm, "invol_csw": 5000}
+    assert "5,000 involuntary context switches/s" in record.preemption(switched)["preempted_reason"]
+    assert record.preemption({**stolen, "invol_csw": 5000})["preempted_reason"].count(";") == 1
+    # A server from before: no context switches reported, so that test cannot fire.
+    old = {k: v for k, v in calm.items() if k != "invol_csw"}
+    assert record.preemption(old)["server_invol_csw"] is None and not record.preemption(old)["preempted"]

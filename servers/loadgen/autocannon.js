@@ -8,6 +8,7 @@
 //            connection amount / connections requests)
 //   -> {"event":"loaded"}        then waits for "warmup\n" on stdin
 //   -> {"event":"warmup", ...}   then waits for "go\n" on stdin
+//   -> {"event":"window"}        the server's window is open (the harness samples host CPU now)
 //   -> {"event":"result", "autocannon": <autocannon result>, "elu": <server window>, ...}
 const autocannon = require('autocannon');
 const http = require('node:http');
@@ -88,6 +89,7 @@ async function main() {
   const cpu0 = process.cpuUsage();
   const counted = opts.amount !== undefined;
   const t0 = process.hrtime.bigint();
+  emit({ event: 'window' });
   const clock = counted ? connectionClock(performance.now()) : null;
   const result = await run(counted ? { amount: opts.amount } : { duration: opts.duration_s }, clock?.onResponse);
   const t1 = process.hrtime.bigint();

@@ -15,7 +15,11 @@ BATCH = 10_000
 
 
 def column_types(schema: dict) -> dict:
-    """pandas dtype per column, from the run-record schema (the data dictionary)."""
+    """pandas dtype per column, from the run-record schema (the data dictionary).
+
+    A nullable column gets a dtype that holds a missing value (Int64, boolean, NaN in
+    float64), so a record written before the column existed reads as null, never as 0 or False.
+    """
     types = {}
     for name, spec in schema["properties"].items():
         kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
@@ -24,7 +28,7 @@ def column_types(schema: dict) -> dict:
         elif "number" in kinds:
             types[name] = "float64"
         elif "boolean" in kinds:
-            types[name] = "bool"
+            types[name] = "boolean" if "null" in kinds else "bool"
         elif spec.get("x-category"):
             types[name] = "category"
         else:

@@ -14,6 +14,30 @@ NOISY_CV = 0.05
 SERVER_BOUND_ELU = 0.95
 #: ... else client-bound when the load generator used at least this share of the CPU it can use.
 CLIENT_BOUND_CPU = 0.90
+#: ... else database-bound when PostgreSQL used at least this share of the client CPU set's capacity
+#: that the load generator left (they share those CPUs: client_cpu_count - client_cpu_util cores).
+#: Measured (2-CPU VM, 5 s windows, c50, docs/measurement.md): point-lookup runs whose server was not
+#: bound (ELU 0.70-0.77) had PostgreSQL at 0.85-0.97 of what autocannon left, with the client CPU at
+#: 92-98 % busy; server-bound express point-lookup runs had it at 0.39-0.64. 0.80 separates the two.
+DB_BOUND_SHARE = 0.80
+#: ... else "client CPUs saturated (shared)" when the client CPU set was at least this busy
+#: (client_cpus_busy, /proc/stat) though neither the client nor PostgreSQL alone reached its threshold.
+#: Measured: a CPU hog on the client CPU gave 1.00 (and a run disturbed by some other process 0.97),
+#: database-limited runs 0.93-0.98, runs limited by the server alone 0.27-0.92.
+CLIENT_CPUS_BUSY = 0.90
+#: A run is flagged preempted when the server's event loop was busy for more than this multiple of
+#: its process CPU time over the window (busy wall time without CPU: the thread was not running) ...
+#: Measured (elu_active_over_cpu): 0.93-1.02 on 14 undisturbed runs (empty and point-lookup, node-http,
+#: express, fastify, autocannon, wrk, ab); with a busy loop pinned to the server's CPU taking 3 % of it
+#: 1.03, 5 % in short slices 1.08, 10 % 1.10, 20 % in short slices 1.25, and a full hog 1.93 (us/req doubled).
+PREEMPT_ACTIVE_OVER_CPU = 1.05
+#: ... or when it took more involuntary context switches per second than this (server_invol_csw_per_s,
+#: all the server's threads). Measured: 258-771/s on undisturbed runs, rising with the request rate
+#: (its own helper threads and the loopback's softirq work share its CPU); a full CPU hog gives no more
+#: (495/s: the scheduler hands out slices of milliseconds), but a task waking thousands of times a
+#: second on the server's CPU gives 2,330-3,400/s. So this catches frequent interruptions, and the
+#: ratio above catches stolen time.
+PREEMPT_INVOL_CSW_PER_S = 1500.0
 #: Charts and tables headline the connection count closest to this (the reference's).
 HEADLINE_CONNECTIONS = 50
 #: Stopping-rule study: a fixed count "matches" a fixed duration within this relative difference.

@@ -1,7 +1,8 @@
 """The load generators a cell can use (autocannon, wrk, ab) behind one interface.
 
 Every client warms up, then runs inside the server's ELU window and returns the same
-fields (nodebench.harness.parsers), its own CPU over the run and how long the run took.
+fields (nodebench.harness.parsers), its own CPU over the run, how long the run took, and
+the two host snapshots its caller's `sample` took at the window's ends.
 autocannon runs in a Node driver that opens and closes the window itself; wrk and ab
 are separate programs, so this module opens the window right before starting them and
 closes it right after they exit, and reads their CPU from the kernel (wait4 rusage).
@@ -133,9 +134,12 @@ class Autocannon:
         out = self.lines.read(self.warmup_s + 30, "warm-up summary")
         return parse_autocannon(out["autocannon"]) if out["autocannon"] else None
 
-    def measure(self, timeout: float) -> dict:
+    def measure(self, timeout: float, sample=lambda: None) -> dict:
         self._send(b"go\n")
+        self.lines.read(30, "window opening")
+        first = sample()
         out = self.lines.read(timeout, "result")
+        last = sample()
         finish = out.get("connection_finishes") or None
         return {
             "load": parse_autocannon(out["autocannon"]),
@@ -147,6 +151,7 @@ class Autocannon:
             "first_connection_done_s": finish[0]["s"] if finish else None,
             "responses_at_first_done": finish[0]["responses"] if finish else None,
             "last_response_s": finish[-1]["s"] if finish else None,
+            "host": (first, last),
         }
 
 
@@ -194,10 +199,12 @@ class _Program:
         text, *_ = self._run(self.args(Stop("duration", math.ceil(self.warmup_s))), self.warmup_s + 60, "warm-up")
         return self.parse(text)
 
-    def measure(self, timeout: float) -> dict:
+    def measure(self, timeout: float, sample=lambda: None) -> dict:
+        first = sample()
         self.open_window()
         text, seconds, user_us, system_us = self._run(self.args(self.stop), timeout, "measured window")
         elu = self.close_window()
+        last = sample()
         load = self.parse(text)
         return {
             "load": load,
@@ -210,6 +217,7 @@ class _Program:
             "responses_at_first_done": None,
             # ab stops at its last response, and its clock starts with its first request.
             "last_response_s": load["client_reported_duration_s"] if self.stop.rule == "count" else None,
+            "host": (first, last),
         }
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from nodebench.catalogue.clients import Stop
 from nodebench.catalogue.workloads import WORKLOADS
-from nodebench.harness import loadgen, pgcluster, procs, record, server, verify
+from nodebench.harness import hostsample, loadgen, pgcluster, procs, record, server, verify
 from nodebench.harness.errors import RunError
 from nodebench.harness.procs import tail
 
@@ -102,6 +102,7 @@ class Started:
     client: object
     admin_conninfo: str
     database_mode: str
+    sampler: hostsample.WindowSampler
 
 
 def split_cpus(opts: Options) -> tuple[list[int], list[int]]:
@@ -161,6 +162,9 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     log(f"server {cell.server}, load generator {cell.load_generator} and database ({mode}) starting")
     import psycopg  # noqa: F401  (here: it loads while the three processes boot)
 
+    # PostgreSQL's CPU over the window is ours to read only when we started it.
+    sampler = hostsample.WindowSampler(client_cpus, cluster.proc.pid if cluster is not None else None)
+
     if cluster is not None:
         cluster.wait_ready()
     log("database ready")
@@ -170,7 +174,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     os.sched_setaffinity(0, client_cpus)
     client.pin()
     log("server ready")
-    return Started(proc, server_log, port, client, admin_conninfo, mode)
+    return Started(proc, server_log, port, client, admin_conninfo, mode, sampler)
 
 
 def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int]:
@@ -181,7 +185,7 @@ def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int
     # A fixed count has no known end: allow it a generous floor of 30 requests per second.
     limit = stop.value + 60 if stop.rule == "duration" else max(600.0, stop.value / 30)
     try:
-        out = s.client.measure(limit)
+        out = s.client.measure(limit, s.sampler)
     except RunError:
         if s.proc.poll() is not None:
             raise RunError(
@@ -190,9 +194,10 @@ def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int
             ) from None
         raise
     phases.done("window")
-    q1 = verify.settled_count(
-        admin, expected=q0 + out["elu"]["requests"] * WORKLOADS[cell.workload].queries_per_request
-    )
+    # Every request that reached the server in the window ran its queries, whether its
+    # response was sent (requests) or its connection closed first (aborted).
+    arrived = out["elu"]["requests"] + out["elu"].get("aborted", 0)
+    q1 = verify.settled_count(admin, expected=q0 + arrived * WORKLOADS[cell.workload].queries_per_request)
     phases.done("settle")
     return out, q1 - q0
 
@@ -205,9 +210,10 @@ def check_window(cell: Cell, s: Started, out: dict, queries: int, answer_bytes: 
     load, elu = out["load"], out["elu"]
     verify.check_load(load)
     verify.check_elu(elu)
-    verify.check_server_requests(elu["requests"], load["requests"], cell.connections)
+    aborted = elu.get("aborted", 0)
+    verify.check_server_requests(elu["requests"], load["requests"], cell.connections, aborted)
     verify.check_bytes(load["bytes"], load["requests"], answer_bytes)
-    verify.check_database(queries, elu["requests"], WORKLOADS[cell.workload].queries_per_request)
+    verify.check_database(queries, elu["requests"], WORKLOADS[cell.workload].queries_per_request, aborted)
 
 
 def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
@@ -243,7 +249,12 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         phases.done("warmup")
         log(f"warm-up done: {warm['requests']} requests")
         out, queries = run_window(cell, s, admin, phases)
-        log(f"window closed: {out['window_s']:.3f} s")
+        elu = out["elu"]
+        log(
+            f"window closed: {out['window_s']:.3f} s; the server completed {elu['requests']} requests "
+            f"({elu.get('aborted', 0)} aborted), {elu.get('in_flight_at_stop', 0)} of them in flight at stop, "
+            f"drained in {elu.get('drain_ms', 0):.1f} ms"
+        )
         check_window(cell, s, out, queries, answer_bytes)
         server_exit = procs.stop(s.proc)
         log(f"server stopped ({server_exit})")
@@ -280,4 +291,6 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         f"(ELU {rec['elu_utilization']:.2f}), client CPU {rec['client_cpu_util']:.2f}, "
         f"harness {rec['harness_overhead_s']:.2f} s{took}"
     )
+    if rec["preempted"]:
+        progress(f"warning: {cell.label()}: the server was preempted in its window: {rec['preempted_reason']}")
     return rec

@@ -8,15 +8,18 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
+from nodebench.catalogue.thresholds import PREEMPT_ACTIVE_OVER_CPU, PREEMPT_INVOL_CSW_PER_S
 from nodebench.harness.errors import RunError
+from nodebench.harness.hostsample import window_figures
 
 
 def derive(load: dict, window_s: float, elu: dict) -> dict:
     """Rates and CPU per request from the raw counts of one measured window.
 
-    The server's figures use the server's own window and the requests that reached it
-    in that window, so time and count cover the same work (the client stops counting
-    while its last requests, one per connection, are still being served).
+    The server's figures use the server's own window and the requests it completed in
+    that window (it closes the window only once the requests in flight have finished), so
+    time and count cover the same work (the client stops counting while its last
+    requests, one per connection, are still being served).
     """
     # The ELU's own clock (idle + active), so that ELU x 1e6 / req_per_s is exactly active time per request.
     server_window_s = (elu["idle_ms"] + elu["active_ms"]) / 1000.0
@@ -30,6 +33,34 @@ def derive(load: dict, window_s: float, elu: dict) -> dict:
         "us_per_req_elu": elu["utilization"] * 1e6 / req_per_s,
         "us_per_req_cpu": cpu_us / server_requests,
         "server_cpu_util": cpu_us / (elu["wall_ms"] * 1000.0),
+    }
+
+
+def preemption(elu: dict) -> dict:
+    """Was the server kept off its CPU during the window? The flag, its reason, and the figures behind it.
+
+    Event-loop active time is wall time the loop spent outside its wait for events; if the
+    thread is preempted meanwhile, that time is active without CPU. Process CPU (every
+    thread) normally exceeds it, so active time clearly above process CPU means the server
+    was runnable but not running. Many involuntary context switches per second say the
+    same from the scheduler's side. Thresholds: catalogue/thresholds.py.
+    """
+    cpu_us = elu["cpu_user_us"] + elu["cpu_system_us"]
+    ratio = elu["active_ms"] * 1000.0 / cpu_us if cpu_us > 0 else None
+    invol = elu.get("invol_csw")
+    per_s = invol / (elu["wall_ms"] / 1000.0) if invol is not None and elu["wall_ms"] > 0 else None
+    reasons = []
+    if ratio is not None and ratio > PREEMPT_ACTIVE_OVER_CPU:
+        reasons.append(f"event-loop active time {ratio:.2f}x the process CPU (> {PREEMPT_ACTIVE_OVER_CPU:g}x)")
+    if per_s is not None and per_s > PREEMPT_INVOL_CSW_PER_S:
+        reasons.append(f"{per_s:,.0f} involuntary context switches/s (> {PREEMPT_INVOL_CSW_PER_S:,.0f})")
+    return {
+        "server_invol_csw": invol,
+        "server_invol_csw_per_s": per_s,
+        "server_vol_csw": elu.get("vol_csw"),
+        "elu_active_over_cpu": ratio,
+        "preempted": bool(reasons),
+        "preempted_reason": "; ".join(reasons) or None,
     }
 
 
@@ -136,6 +167,9 @@ def build(o: dict, lockfile: Path) -> dict:
         "elu_utilization": elu["utilization"],
         "elu_window_ms": elu["wall_ms"],
         "server_requests": elu["requests"],
+        "server_aborted": elu.get("aborted"),
+        "server_in_flight_at_stop": elu.get("in_flight_at_stop"),
+        "server_drain_ms": elu.get("drain_ms"),
         "server_cpu_user_us": elu["cpu_user_us"],
         "server_cpu_system_us": elu["cpu_system_us"],
         "client_cpu_user_us": out["client_cpu_user_us"],  # the load generator's own CPU over its run
@@ -143,11 +177,14 @@ def build(o: dict, lockfile: Path) -> dict:
         "client_cpu_util": (out["client_cpu_user_us"] + out["client_cpu_system_us"]) / (window_s * 1e6),
         "db_counter": "pg_stat_statements.calls",
         "db_queries": o["queries"],
-        "db_queries_per_request": o["queries"] / elu["requests"],
+        "db_queries_per_request": o["queries"] / (elu["requests"] + elu.get("aborted", 0)),
         **derive(load, window_s, elu),
+        **preemption(elu),
+        **window_figures(*out.get("host", (None, None)), elu),
         "cpu_shared": o["server_cpus"] == o["client_cpus"],
         "server_cpus": ",".join(map(str, o["server_cpus"])),
         "client_cpus": ",".join(map(str, o["client_cpus"])),
+        "client_cpu_count": len(o["client_cpus"]),
         "db_cpus": ",".join(map(str, o["client_cpus"])) if o["database_mode"] == "embedded" else "",
         "server_pid": o["who"]["pid"],
         "server_exit_code": o["server_exit"],

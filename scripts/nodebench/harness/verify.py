@@ -82,13 +82,19 @@ def check_load(load: dict, phase: str = "measured window") -> None:
         raise RunError(f"the load generator completed no requests during the {phase}")
 
 
-def check_database(queries: int, server_requests: int, per_request: int) -> None:
-    """Raise RunError unless the database ran per_request queries for each request the server received."""
-    expected = server_requests * per_request
+def check_database(queries: int, server_requests: int, per_request: int, aborted: int = 0) -> None:
+    """Raise RunError unless the database ran per_request queries for each request that reached the server.
+
+    That is every request the server completed in its window plus those whose connection
+    closed before their response was sent (aborted): their handlers ran the query all the same.
+    """
+    arrived = server_requests + aborted
+    expected = arrived * per_request
     if queries != expected:
+        also = f" and {aborted} aborted" if aborted else ""
         raise RunError(
-            f"the database ran {queries} workload queries for the {server_requests} requests the server received "
-            f"(expected {expected}); the workload did not do the work it claims"
+            f"the database ran {queries} workload queries for the {server_requests} requests the server received"
+            f"{also} (expected {expected}); the workload did not do the work it claims"
         )
 
 
@@ -101,22 +107,41 @@ def check_bytes(received: int, responses: int, answer_size: int) -> None:
         )
 
 
-def check_server_requests(server_requests: int, requests: int, connections: int) -> None:
-    """Raise RunError unless the server saw the client's requests plus at most one in flight per connection."""
-    if not (requests <= server_requests <= requests + connections):
+def check_server_requests(server_requests: int, requests: int, connections: int, aborted: int = 0) -> None:
+    """Raise RunError unless the server's completed responses match the client's count.
+
+    The server counts a response once it is sent; the client, once it has read it. Every
+    response the client read was sent inside the window (the client starts after the window
+    opens), so the server cannot count fewer. It may count more: when a duration run ends,
+    the client drops its connections, each with at most one request outstanding (keep-alive,
+    no pipelining), whose response was either sent but never read (counted by the server
+    only) or not sent at all (aborted). So completed-but-unread plus aborted is at most one
+    per connection: requests <= server_requests and server_requests + aborted <= requests + connections.
+    A fixed-count run, which reads every response, has server_requests == requests.
+    """
+    extra = server_requests - requests
+    if extra < 0 or extra + aborted > connections:
+        also = f" (and {aborted} aborted)" if aborted else ""
         raise RunError(
-            f"the server received {server_requests} requests in its window but the load generator counted "
-            f"{requests} (expected {requests} to {requests + connections}); something else is talking to it"
+            f"the server completed {server_requests} requests{also} in its window but the load generator counted "
+            f"{requests}; expected {requests} to {requests + connections - aborted} completed, at most one unread "
+            f"or aborted per connection ({connections}): something else is talking to it, or requests were lost"
         )
 
 
 def check_elu(elu: dict) -> None:
-    """Raise RunError when the server's ELU window is not a plausible measurement."""
+    """Raise RunError when the server's ELU window is not a plausible measurement or did not drain."""
     u = elu["utilization"]
     if not (0.0 < u <= 1.0):
         raise RunError(f"the server reported event-loop utilization {u!r}, outside (0, 1]")
     if elu["wall_ms"] <= 0:
         raise RunError("the server's ELU window has no duration")
+    if not elu.get("drained", True):
+        raise RunError(
+            f"the server still had {elu.get('in_flight_after_drain')} of the window's "
+            f"{elu.get('in_flight_at_stop')} requests in flight {elu.get('drain_ms', 0):.0f} ms after /__elu/stop; "
+            "its count would leave out work done inside the window, so this run is not a result"
+        )
 
 
 # The workload queries the servers ran, from pg_stat_statements: the proof that the database did the work.

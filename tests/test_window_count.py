@@ -1,0 +1,290 @@
+"""The server's window counts completed work: real servers, a known number of requests, exact counts.
+
+A request counts once its response is sent, only if it arrived inside the window; probes
+(/__whoami, /__elu/*) never count; /__elu/stop waits for the window's requests in flight.
+A request is held in flight without touching the contract by locking the table its query
+reads, so the drain is exercised on the real point-lookup route.
+"""
+
+import http.client
+import json
+import os
+import shutil
+import socket
+import struct
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from conftest import REPO, make_project, snakemake
+from nodebench.harness import errors, pgcluster, procs, seed, server, verify
+
+SERVERS = ["node-http", "express", "express-lean", "fastify", "fastify-schema"]
+
+
+@pytest.fixture(scope="module")
+def servers_dir(tmp_path_factory) -> Path:
+    """servers/ with its packages installed: the checkout's own if installed, else a copy's."""
+    if (REPO / "servers" / "node_modules" / ".nodebench-installed").exists():
+        return REPO / "servers"
+    project = make_project(tmp_path_factory.mktemp("window") / "project")
+    res = snakemake(project, "servers/node_modules/.nodebench-installed")
+    assert res.returncode == 0, res.stdout[-3000:]
+    return project / "servers"
+
+
+@pytest.fixture(scope="module")
+def database():
+    """A private PostgreSQL with the users table and its first rows; yields its port."""
+    user = pgcluster.run_as_account("nobody")
+    scratch = Path(tempfile.mkdtemp(prefix="nodebench-window-"))
+    proc = None
+    try:
+        pgcluster.hand_over(scratch, user)
+        install = pgcluster.usable_install(user, scratch)
+        pgcluster.initdb(install, scratch / "pgdata")
+        port = procs.free_port()
+        proc = pgcluster.start(install, scratch / "pgdata", port, {}, scratch / "pg.log")
+        pgcluster.wait_ready(proc, port, scratch / "pg.log")
+        with psycopg.connect(pgcluster.conninfo(port), autocommit=True) as conn:
+            conn.execute((REPO / "sql" / "schema.sql").read_text())
+            conn.execute("CREATE EXTENSION pg_stat_statements")
+            with conn.cursor().copy(f"COPY users ({', '.join(seed.COLUMNS)}) FROM STDIN") as copy:
+                for row in seed.user_rows(10):
+                    copy.write_row(row)
+        yield port
+    finally:
+        pgcluster.stop(proc, immediate=True)
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class Server:
+    """One server configuration, started pinned to nothing in particular, stopped on the way out."""
+
+    def __init__(self, servers: Path, name: str, db_port: int, tmp: Path, **env):
+        self.port = procs.free_port()
+        base = {
+            "PATH": os.environ["PATH"],
+            "PORT": str(self.port),
+            "NODE_ENV": "production",
+            "PGHOST": "127.0.0.1",
+            "PGPORT": str(db_port),
+            "PGUSER": pgcluster.SUPERUSER,
+            "PGDATABASE": "postgres",
+        }
+        log = tmp / f"{name}.log"
+        self.proc = server.start("node", servers / f"{name}.js", {**base, **env}, sorted(os.sched_getaffinity(0)), log)
+        try:
+            server.wait_ready(self.proc, name, log)
+        except BaseException:
+            procs.stop(self.proc)
+            raise
+
+    def get(self, path: str):
+        return server.get_json(self.port, path)
+
+    def close(self):
+        assert procs.stop(self.proc) == 0
+
+
+@pytest.fixture
+def start(servers_dir, database, tmp_path):
+    started = []
+
+    def run(name: str, **env) -> Server:
+        started.append(Server(servers_dir, name, database, tmp_path, **env))
+        return started[-1]
+
+    yield run
+    for s in started:
+        s.close()
+
+
+def keep_alive_requests(port: int, count: int, probe_every: int = 0) -> int:
+    """Send count GET /static/1 on one keep-alive connection, a probe every probe_every; returns 200s."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    ok = 0
+    try:
+        for i in range(count):
+            if probe_every and i % probe_every == 0:
+                for probe in ("/__whoami", "/__elu/sample", "/__nothing-here"):
+                    conn.request("GET", probe)
+                    conn.getresponse().read()
+            conn.request("GET", "/static/1")
+            res = conn.getresponse()
+            res.read()
+            ok += res.status == 200
+    finally:
+        conn.close()
+    return ok
+
+
+@pytest.mark.parametrize("name", SERVERS)
+def test_the_window_counts_exactly_the_requests_sent(start, name):
+    s = start(name)
+    keep_alive_requests(s.port, 50)  # before the window: not counted
+    assert s.get("/__elu/start") == {"ok": True}
+    # 1,000 requests on four keep-alive connections, with /__whoami, /__elu/sample and an unknown
+    # /__ path on the same connections between them.
+    with ThreadPoolExecutor(4) as pool:
+        sent = sum(pool.map(lambda _: keep_alive_requests(s.port, 250, probe_every=25), range(4)))
+    assert sent == 1000
+    for _ in range(5):  # and five more on connections of their own, closed after each answer
+        assert server.http_get(s.port, "/static/1")[0] == 200
+        s.get("/__whoami")
+    stop = s.get("/__elu/stop")
+    assert stop["requests"] == 1005, stop
+    assert (stop["aborted"], stop["in_flight_at_stop"], stop["drained"]) == (0, 0, True)
+    assert stop["drain_ms"] < 50
+    assert 0 < stop["utilization"] <= 1 and stop["active_ms"] > 0
+    assert stop["mono_stop_ms"] - stop["mono_start_ms"] == pytest.approx(stop["wall_ms"], abs=0.01)
+    assert stop["invol_csw"] >= 0 and stop["vol_csw"] >= 0
+    # The window is closed: a second stop is refused, and requests after it count nowhere.
+    assert server.http_get(s.port, "/__elu/stop")[0] == 409
+    s.get("/__elu/start")
+    assert s.get("/__elu/stop")["requests"] == 0
+
+
+def test_the_server_and_the_harness_share_one_monotonic_clock(start):
+    # The harness places its host-CPU snapshots against the window's ends on this clock.
+    s = start("node-http")
+    before = time.monotonic_ns() / 1e6
+    s.get("/__elu/start")
+    stop = s.get("/__elu/stop")
+    after = time.monotonic_ns() / 1e6
+    assert before <= stop["mono_start_ms"] <= stop["mono_stop_ms"] <= after
+
+
+def blocked_lookup(port: int, results: list) -> None:
+    """GET /users/1 and keep (status, body); it waits for as long as the users table is locked."""
+    results.append(server.http_get(port, "/users/1", timeout=30)[::2])
+
+
+def wait_in_flight(s: Server, n: int) -> None:
+    procs.wait_for(lambda: s.get("/__elu/sample")["in_flight"] == n, 10, what=f"{n} request(s) in flight")
+
+
+@pytest.fixture
+def locked_users(database):
+    """A held ACCESS EXCLUSIVE lock on users: every query on it waits until release() is called."""
+    conn = psycopg.connect(pgcluster.conninfo(database))
+    conn.execute("LOCK TABLE users IN ACCESS EXCLUSIVE MODE")
+    yield conn.commit
+    conn.close()
+
+
+@pytest.mark.parametrize("name", ["node-http", "express", "fastify"])
+def test_a_request_in_flight_at_stop_is_counted_after_the_drain(start, locked_users, name):
+    s = start(name)
+    s.get("/__elu/start")
+    keep_alive_requests(s.port, 100)
+    lookups = []
+    lookup = threading.Thread(target=blocked_lookup, args=(s.port, lookups))
+    lookup.start()
+    wait_in_flight(s, 1)
+    stops = []
+    stopper = threading.Thread(target=lambda: stops.append(s.get("/__elu/stop")))
+    stopper.start()
+    time.sleep(0.3)
+    assert not stops, "/__elu/stop answered while a request of its window was still in flight"
+    locked_users()
+    stopper.join(10)
+    lookup.join(10)
+    stop = stops[0]
+    assert lookups[0][0] == 200 and json.loads(lookups[0][1]) == seed.user_row(1)
+    assert stop["requests"] == 101, stop
+    assert stop["in_flight_at_stop"] == 1 and stop["drained"] and stop["aborted"] == 0
+    assert stop["drain_ms"] >= 300
+    assert stop["wall_ms"] >= stop["drain_ms"]
+    verify.check_elu(stop)
+
+
+def test_a_request_arriving_during_the_drain_belongs_to_no_window(start, locked_users):
+    s = start("node-http")
+    s.get("/__elu/start")
+    lookups = []
+    threading.Thread(target=blocked_lookup, args=(s.port, lookups)).start()
+    wait_in_flight(s, 1)
+    stops = []
+    stopper = threading.Thread(target=lambda: stops.append(s.get("/__elu/stop")))
+    stopper.start()
+    time.sleep(0.1)
+    assert keep_alive_requests(s.port, 10) == 10  # answered while the stop waits: after the window closed
+    locked_users()
+    stopper.join(10)
+    assert stops[0]["requests"] == 1 and stops[0]["in_flight_at_stop"] == 1
+
+
+def test_a_drain_that_runs_out_fails_the_run(start, locked_users):
+    s = start("node-http", NODEBENCH_DRAIN_TIMEOUT_MS="300")
+    s.get("/__elu/start")
+    keep_alive_requests(s.port, 20)
+    lookups = []
+    lookup = threading.Thread(target=blocked_lookup, args=(s.port, lookups))
+    lookup.start()
+    wait_in_flight(s, 1)
+    stop = s.get("/__elu/stop")
+    assert (stop["drained"], stop["in_flight_at_stop"], stop["in_flight_after_drain"]) == (False, 1, 1)
+    assert 300 <= stop["drain_ms"] < 1000 and stop["requests"] == 20
+    with pytest.raises(errors.RunError, match="still had 1 of the window's 1 requests in flight 3.. ms after"):
+        verify.check_elu(stop)
+    locked_users()
+    lookup.join(10)
+    assert lookups[0][0] == 200
+
+
+def test_a_request_whose_client_went_away_is_aborted_not_counted(start, database, locked_users):
+    s = start("node-http")
+    with psycopg.connect(pgcluster.conninfo(database), autocommit=True) as conn:
+        conn.execute("SELECT pg_stat_statements_reset()")
+    s.get("/__elu/start")
+    keep_alive_requests(s.port, 30)
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    sock.sendall(b"GET /users/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+    wait_in_flight(s, 1)
+    # Reset, as a load generator's destroy() at the end of a duration run may.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
+    wait_in_flight(s, 0)
+    stop = s.get("/__elu/stop")
+    assert (stop["requests"], stop["aborted"], stop["in_flight_at_stop"]) == (30, 1, 0)
+    # Its handler still runs the query: the harness's database check counts aborted requests too.
+    locked_users()
+    with psycopg.connect(pgcluster.conninfo(database), autocommit=True) as conn:
+        procs.wait_for(lambda: conn.execute(verify.QUERY_COUNTER_SQL).fetchone()[0] == 1, 10, what="the query")
+
+
+def test_samples_one_second_apart_agree(start):
+    s = start("fastify")
+    conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
+
+    def sample():
+        conn.request("GET", "/__elu/sample")
+        return json.loads(conn.getresponse().read())
+
+    first, t0, sent = sample(), time.monotonic(), 0
+    while time.monotonic() - t0 < 1.0:  # light load: a request every 2 ms
+        conn.request("GET", "/static/1")
+        conn.getresponse().read()
+        sent += 1
+        time.sleep(0.002)
+    second = sample()
+    conn.close()
+    d = {k: second[k] - first[k] for k in first}
+    assert d["completed"] == sent and second["in_flight"] == 0
+    assert 1000 <= d["t_ms"] <= 1000 * (time.monotonic() - t0) + 5
+    # The loop's own clock: active plus idle covers the interval to within a millisecond or two.
+    assert d["elu_active_ms"] + d["elu_idle_ms"] == pytest.approx(d["t_ms"], abs=3)
+    assert 0 < d["elu_active_ms"] < d["t_ms"]
+    assert 0 < d["cpu_user_us"] + d["cpu_system_us"] < d["t_ms"] * 1000 * 1.5
+    # Sampling inside a window leaves the window's count alone.
+    s.get("/__elu/start")
+    for _ in range(10):
+        s.get("/__elu/sample")
+    assert keep_alive_requests(s.port, 40) == 40
+    assert s.get("/__elu/stop")["requests"] == 40

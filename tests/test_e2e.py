@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import REPO, planned_cells, render_in_chromium, snakemake
+from nodebench.analysis.verdict import VERDICTS
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.harness import procs, server
 
@@ -173,7 +174,8 @@ def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):
 
 def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
     cells = pd.read_parquet(project / "data" / "overall" / "metrics.parquet")
-    assert len(cells) == 8
+    assert len(cells) == 8 and set(cells["saturation"]) <= set(VERDICTS)
+    assert cells["saturation_reason"].notna().all() and cells["client_cpus_busy"].between(0, 1).all()
     assert (cells.loc[cells["server"] == "express", "cost_vs_express"] == 1.0).all()
     # One round: no interval, and the A/A twin's ratio is measured all the same.
     assert cells["cost_vs_express_lo"].isna().all() and (cells["interval"] == "n=1: no interval").all()

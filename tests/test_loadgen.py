@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from conftest import FIXTURES, REPO, make_project, snakemake
-from nodebench.analysis import experiments, metrics
+from nodebench.analysis import experiments
+from nodebench.analysis.verdict import verdict
 from nodebench.catalogue import clients
 from nodebench.harness import loadgen
 from nodebench.harness.errors import RunError
@@ -131,7 +132,8 @@ def test_saturation_counts_the_cores_a_client_can_use():
     elu = pd.Series([0.8, 0.8, 0.8, 0.99])
     cpu = pd.Series([0.95, 0.95, 1.85, 1.85])
     capacity = pd.Series([1.0, 2.0, 2.0, 2.0])
-    assert list(metrics.saturation(elu, cpu, capacity)) == ["client-bound", "io-bound", "client-bound", "server-bound"]
+    cells = pd.DataFrame({"elu_utilization": elu, "client_cpu_util": cpu, "client_cpu_capacity": capacity})
+    assert list(verdict(cells)["saturation"]) == ["client-bound", "not saturated", "client-bound", "server-bound"]
 
 
 def study_runs(
@@ -267,7 +269,7 @@ def client_cells(autocannon_rps: float, autocannon_elu: float, autocannon_cpu: f
     return cells.assign(
         req_per_s_lo=cells["req_per_s"] * 0.98,
         req_per_s_hi=cells["req_per_s"] * 1.02,
-        saturation=metrics.saturation(cells["elu_utilization"], cells["client_cpu_util"], cells["client_cpu_capacity"]),
+        saturation=verdict(cells)["saturation"].astype(str),
     )
 
 

@@ -104,9 +104,26 @@ def test_saturation_thresholds(m):
     assert m.loc[("empty", "express"), "saturation"] == "server-bound"
     assert m.loc[("empty", "node-http"), "saturation"] == "server-bound"  # 0.97 >= 0.95
     assert m.loc[("list", "fastify"), "saturation"] == "client-bound"  # ELU 0.9, client 0.95 cores
-    assert m.loc[("list", "node-http"), "saturation"] == "io-bound"
-    verdicts = metrics.saturation(pd.Series([0.95, 0.9499, 0.9499]), pd.Series([0.0, 0.90, 0.8999]))
-    assert list(verdicts) == ["server-bound", "client-bound", "io-bound"]
+    # Tables without the client-set and database figures (records before they were measured): not saturated.
+    assert m.loc[("list", "node-http"), "saturation"] == "not saturated"
+    assert m.loc[("empty", "express"), "preempted_runs"] == 0
+
+
+def test_the_verdict_reads_the_median_database_and_client_set_figures():
+    # list/node-http: ELU 0.5 and client 0.3 of 1 core; PostgreSQL used 0.62, 0.65 and 0.66 of the 0.7 left.
+    runs = EXPRESS_FASTIFY.assign(
+        client_cpu_count=1,
+        client_cpus_busy=0.97,
+        db_cpu_util=np.where(EXPRESS_FASTIFY["server"] == "node-http", np.tile([0.62, 0.65, 0.66], 2), 0.1),
+        preempted=(EXPRESS_FASTIFY["server"] == "express") & (EXPRESS_FASTIFY["repetition"] == 2),
+    )
+    got = metrics.compute_metrics(runs).set_index(["workload", "server"])
+    assert got.loc[("list", "node-http"), "saturation"] == "database-bound"
+    assert got.loc[("list", "node-http"), "db_cpu_util"] == pytest.approx(0.65)
+    assert "0.65" in got.loc[("list", "node-http"), "saturation_reason"]
+    # list/express is server-bound whatever else was busy; each express cell had one preempted run.
+    assert got.loc[("list", "express"), "saturation"] == "server-bound"
+    assert (got.xs("express", level="server")["preempted_runs"] == 1).all()
 
 
 def test_geometric_mean_score():

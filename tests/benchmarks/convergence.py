@@ -21,6 +21,7 @@ to settle and how much a short window wanders, not the cost of reconnecting.
 
 import argparse
 import json
+import os
 import random
 import sys
 import threading
@@ -76,6 +77,8 @@ def one_run(workload: str, name: str, client: str, log) -> list[dict]:
         run_schema=REPO / "workflow/schemas/run-record.schema.yaml",
     )
     with ExitStack() as stack:
+        # start() moves this process onto the client's CPUs; the next run starts from all of them again.
+        stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
         stack.enter_context(procs.one_measurement_per_machine(cell.label(), log))
         s = start(cell, opts, paths, split_cpus(opts), stack, log)
         import psycopg

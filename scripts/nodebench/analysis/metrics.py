@@ -4,7 +4,8 @@ import numpy as np
 import pandas as pd
 
 from nodebench.analysis import intervals
-from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, HEADLINE_CONNECTIONS, NOISY_CV, SERVER_BOUND_ELU
+from nodebench.analysis.verdict import verdict
+from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
 from nodebench.plan import TWIN_SUFFIX
 
 # A cell: what was measured and how the load was made. stop is the rule with its
@@ -14,6 +15,8 @@ CELL = ["workload", "server", "connections", "load_generator", "stopping_rule", 
 PEERS = [c for c in CELL if c != "server"]
 FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
 BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
+#: Run figures the verdict reads that records before 2026-11-30 do not have.
+MEASURED_LATER = ["client_cpu_count", "client_cpus_busy", "db_cpu_util"]
 #: The runs' columns the metrics read.
 RUN_COLUMNS = [
     *CELL,
@@ -22,6 +25,10 @@ RUN_COLUMNS = [
     "elu_utilization",
     "client_cpu_util",
     "client_cpu_capacity",
+    "client_cpu_count",
+    "client_cpus_busy",
+    "db_cpu_util",
+    "preempted",
     "cpu_model",
     *FIGURES,
 ]
@@ -66,6 +73,9 @@ class Samples:
 def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
     """One row per cell: rounds, median and order-statistic interval of each figure, CV and the noisy flag."""
     samples = Samples(runs) if samples is None else samples
+    # Figures that runs of older records (or hand-made tables) lack are missing, not zero.
+    runs = runs.assign(**{c: np.nan for c in MEASURED_LATER if c not in runs})
+    runs = runs.assign(_preempted=runs.get("preempted", pd.Series(False, index=runs.index)).fillna(False).astype(int))
     base = (
         runs.groupby(CELL, observed=True)
         .agg(
@@ -73,6 +83,10 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
             elu_utilization=("elu_utilization", "median"),
             client_cpu_util=("client_cpu_util", "median"),
             client_cpu_capacity=("client_cpu_capacity", "median"),
+            client_cpu_count=("client_cpu_count", "median"),
+            client_cpus_busy=("client_cpus_busy", "median"),
+            db_cpu_util=("db_cpu_util", "median"),
+            preempted_runs=("_preempted", "sum"),
         )
         .reset_index()
         .assign(cpu_model=samples.cpu_models())
@@ -87,18 +101,6 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
             columns |= {"interval_coverage": cover, "interval": [intervals.describe(int(k)) for k in n]}
     base = base.assign(**columns)
     return base.assign(noisy=lambda d: (d["req_per_s_cv"] > NOISY_CV) | (d["us_per_req_elu_cv"] > NOISY_CV))
-
-
-def saturation(elu: pd.Series, client_cpu: pd.Series, capacity: pd.Series | float = 1.0) -> pd.Series:
-    """server-bound when ELU >= SERVER_BOUND_ELU; else client-bound when the load generator used at least
-    CLIENT_BOUND_CPU of the CPU it can use (its threads, at most its CPUs: one core for autocannon and ab);
-    else io-bound."""
-    verdict = np.where(
-        elu >= SERVER_BOUND_ELU,
-        "server-bound",
-        np.where(client_cpu >= CLIENT_BOUND_CPU * capacity, "client-bound", "io-bound"),
-    )
-    return pd.Series(verdict, index=elu.index)
 
 
 #: Paired ratios of a server's figure over its baseline's, per round: (column prefix, figure).
@@ -245,9 +247,7 @@ def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     cells = add_noise_floor(cells, runs, samples)
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
-    cells = cells.assign(
-        saturation=saturation(cells["elu_utilization"], cells["client_cpu_util"], cells["client_cpu_capacity"])
-    )
+    cells = pd.concat([cells, verdict(cells)], axis=1)
     labels = ["workload", "server", "load_generator", "stopping_rule", "stop", "saturation", "cpu_model"]
     return (
         cells.astype({c: "category" for c in labels} | {"connections": "int64", "repetitions": "int64"})

@@ -107,7 +107,11 @@ def stretches(samples: list[dict]) -> dict:
     t = np.array([x["t_ms"] for x in samples]) / 1000
     busy = np.array([x["elu_active_ms"] for x in samples])
     done = np.array([x["completed"] for x in samples], dtype=float)
-    t0 = t[np.argmax(done > 0) - 1] if (done > 0).any() else t[0]  # the last sample before load arrived
+    # The verification's requests are already counted: load began after the last sample before the count rose.
+    rising = np.flatnonzero(done > done[0])
+    if not len(rising):
+        raise SystemExit("no request completed during the loaded run")
+    t0 = t[max(rising[0] - 1, 0)]
 
     def us(a: float, b: float) -> float:
         ta, tb = t0 + a, t0 + b
@@ -146,8 +150,17 @@ def main() -> None:
             print(
                 f"round {r}: {workload}/{name} ({time.monotonic() - began:.0f} s so far)", file=sys.stderr, flush=True
             )
-            found = stretches(one_run(workload, name, args.client, lambda m: None))
-            results.append({"round": r, "workload": workload, "server": name, **{str(k): v for k, v in found.items()}})
+            samples = one_run(workload, name, args.client, lambda m: None)
+            found = stretches(samples)
+            results.append(
+                {
+                    "round": r,
+                    "workload": workload,
+                    "server": name,
+                    **{str(k): v for k, v in found.items()},
+                    "samples": samples,
+                }
+            )
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
     print(

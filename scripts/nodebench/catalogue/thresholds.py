@@ -25,19 +25,11 @@ DB_BOUND_SHARE = 0.80
 #: Measured: a CPU hog on the client CPU gave 1.00 (and a run disturbed by some other process 0.97),
 #: database-limited runs 0.93-0.98, runs limited by the server alone 0.27-0.92.
 CLIENT_CPUS_BUSY = 0.90
-#: A run is flagged preempted when the server's event loop was busy for more than this multiple of
-#: its process CPU time over the window (busy wall time without CPU: the thread was not running) ...
-#: Measured (elu_active_over_cpu): 0.93-1.02 on 14 undisturbed runs (empty and point-lookup, node-http,
-#: express, fastify, autocannon, wrk, ab); with a busy loop pinned to the server's CPU taking 3 % of it
-#: 1.03, 5 % in short slices 1.08, 10 % 1.10, 20 % in short slices 1.25, and a full hog 1.93 (us/req doubled).
-PREEMPT_ACTIVE_OVER_CPU = 1.05
-#: ... or when it took more involuntary context switches per second than this (server_invol_csw_per_s,
-#: all the server's threads). Measured: 258-771/s on undisturbed runs, rising with the request rate
-#: (its own helper threads and the loopback's softirq work share its CPU); a full CPU hog gives no more
-#: (495/s: the scheduler hands out slices of milliseconds), but a task waking thousands of times a
-#: second on the server's CPU gives 2,330-3,400/s. So this catches frequent interruptions, and the
-#: ratio above catches stolen time.
-PREEMPT_INVOL_CSW_PER_S = 1500.0
+#: When a run is flagged preempted: decided by the harness as it writes the record, so these
+#: live in their own module (catalogue/preemption.py), and editing a report threshold here
+#: never re-measures anything.
+from nodebench.catalogue.preemption import PREEMPT_ACTIVE_OVER_CPU, PREEMPT_INVOL_CSW_PER_S  # noqa: E402, F401
+
 #: Charts and tables headline the connection count closest to this (the reference's).
 HEADLINE_CONNECTIONS = 50
 #: Stopping-rule study: a fixed count "matches" a fixed duration within this relative difference.

@@ -8,7 +8,7 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from nodebench.catalogue.thresholds import PREEMPT_ACTIVE_OVER_CPU, PREEMPT_INVOL_CSW_PER_S
+from nodebench.catalogue.preemption import PREEMPT_ACTIVE_OVER_CPU, PREEMPT_INVOL_CSW_PER_S
 from nodebench.harness.errors import RunError
 from nodebench.harness.hostsample import window_figures
 

@@ -26,7 +26,8 @@ COPY_IGNORE = shutil.ignore_patterns(
     ".ruff_cache",
     "tests",
 )
-# node-http, express and fastify; empty and point-lookup; one connection level; 1-second windows.
+# node-http, express and fastify, and node-http again as the A/A control's twin (config's default
+# control) node-http-aa; empty and point-lookup; one connection level; one round of 1-second windows.
 TINY_CONFIG = """\
 servers: [node-http, express, fastify]
 workloads:
@@ -34,7 +35,7 @@ workloads:
   point-lookup: {connections: [10]}
 warmup_s: 1
 duration_s: 1
-repetitions: 1
+rounds: 1
 database:
   rows: 20000
 # One tiny fixed-count cell with autocannon, one wrk cell and one ab cell, next to the

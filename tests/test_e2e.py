@@ -12,13 +12,17 @@ import pytest
 from conftest import REPO, planned_cells, render_in_chromium, snakemake
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.harness import procs, server
+from nodebench.plan import TWIN_SUFFIX
+
+# The tiny matrix (conftest.TINY_CONFIG), with node-http measured twice: node-http-aa is its A/A twin.
+TINY_SERVERS = ("node-http", "node-http-aa", "express", "fastify")
 
 
 def test_every_cell_of_the_matrix_was_measured(project: Path):
     runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
-    assert len(runs) == 6
+    assert len(runs) == 8
     assert set(zip(runs["workload"], runs["server"], strict=True)) == {
-        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "express", "fastify")
+        (w, s) for w in ("empty", "point-lookup") for s in TINY_SERVERS
     }
     assert (runs["requests"] > 100).all()
 
@@ -54,7 +58,9 @@ def test_server_and_client_ran_on_different_cpus(project: Path):
 
 def test_records_carry_identity_and_provenance(project: Path):
     runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
-    assert (runs["framework"].astype(str).replace({"node:http": "node-http"}) == runs["server"].astype(str)).all()
+    # The A/A twin runs its control's file: node-http-aa answers as node:http.
+    served = runs["server"].astype(str).str.removesuffix(TWIN_SUFFIX)
+    assert (runs["framework"].astype(str).replace({"node:http": "node-http"}) == served).all()
     assert runs["postgres_version"].astype(str).str.startswith("18").all()
     assert (runs["database_mode"] == "embedded").all()
     assert runs["node_version"].astype(str).str.startswith("v").all()
@@ -68,7 +74,7 @@ def test_summary_and_manifest(project: Path):
     assert "Measured on" in summary and "1.00x" in summary
     manifest = (project / "reports" / "all").read_text().split()
     assert "data/overall/runs.parquet" in manifest and "reports/overall/summary.md" in manifest
-    assert len([m for m in manifest if m.startswith("data/runs/")]) == 6
+    assert len([m for m in manifest if m.startswith("data/runs/")]) == 8
     assert all((project / m).exists() for m in manifest)
 
 
@@ -130,9 +136,7 @@ def test_editing_the_metrics_replans_metrics_charts_and_summary_not_measurements
 
 def test_editing_a_harness_module_replans_every_measurement(study: Path):
     out = replan_after_touching(study, "scripts/nodebench/harness/verify.py")
-    assert planned_cells(out) == {("empty", s) for s in ("node-http", "express", "fastify")} | {
-        ("point-lookup", s) for s in ("node-http", "express", "fastify")
-    }
+    assert planned_cells(out) == {(w, s) for w in ("empty", "point-lookup") for s in TINY_SERVERS}
     assert "build_database_template" not in planned_rules(out)
 
 
@@ -154,7 +158,7 @@ def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):
 
 def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
     cells = pd.read_parquet(project / "data" / "overall" / "metrics.parquet")
-    assert len(cells) == 6 and set(cells["saturation"]) <= {"server-bound", "client-bound", "io-bound"}
+    assert len(cells) == 8 and set(cells["saturation"]) <= {"server-bound", "client-bound", "io-bound"}
     assert (cells.loc[cells["server"] == "express", "speedup_vs_express"] == 1.0).all()
     scores = pd.read_parquet(project / "data" / "overall" / "scores.parquet").set_index("server")
     assert scores.loc["node-http", "score"] == 100.0

@@ -100,7 +100,7 @@ def test_missing_template_is_a_clear_error(project: Path):
         (["--config", "duraton_s=2"], "'duraton_s' was unexpected"),
         (["--config", "duration_s=ten"], "'ten' is not of type 'number'"),
         (["--config", "servers=[expresss]"], "config key 'servers' names 'expresss', which has no file"),
-        (["--config", "repetitions=0"], "0 is less than the minimum of 1"),
+        (["--config", "rounds=0"], "0 is less than the minimum of 1"),
     ],
 )
 def test_invalid_config_is_rejected_before_any_job(project: Path, args, phrase):
@@ -234,7 +234,8 @@ workloads:
   empty: {connections: [10]}
 warmup_s: 1
 duration_s: 1
-repetitions: 1
+rounds: 1
+control: null
 database:
   rows: 20000
 """

@@ -294,7 +294,8 @@ workloads:
   empty: {{connections: [10]}}
 warmup_s: 1
 duration_s: 1
-repetitions: 1
+rounds: 1
+control: null
 experiments:
   bad:
     matrices:

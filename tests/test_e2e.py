@@ -72,6 +72,11 @@ def test_summary_and_manifest(project: Path):
     summary = (project / "reports" / "overall" / "summary.md").read_text()
     assert "## empty" in summary and "## point-lookup" in summary
     assert "Measured on" in summary and "1.00x" in summary
+    # The answer first: per workload, each framework's paired cost against express and node-http, one round each.
+    first = summary.split("\n\n")[1]
+    assert first.startswith("- **empty** at 10 connections: ") and "express's event-loop CPU per request" in first
+    assert "(n=1: no interval)" in first and "A/A noise floor" in first
+    assert "**Machine state**: the A/A control, node-http, at the headline connections: " in summary
     manifest = (project / "reports" / "all").read_text().split()
     assert "data/overall/runs.parquet" in manifest and "reports/overall/summary.md" in manifest
     assert len([m for m in manifest if m.startswith("data/runs/")]) == 8
@@ -159,11 +164,11 @@ def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):
 def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
     cells = pd.read_parquet(project / "data" / "overall" / "metrics.parquet")
     assert len(cells) == 8 and set(cells["saturation"]) <= {"server-bound", "client-bound", "io-bound"}
-    assert (cells.loc[cells["server"] == "express", "speedup_vs_express"] == 1.0).all()
+    assert (cells.loc[cells["server"] == "express", "cost_vs_express"] == 1.0).all()
     scores = pd.read_parquet(project / "data" / "overall" / "scores.parquet").set_index("server")
     assert scores.loc["node-http", "score"] == 100.0
     manifest = (project / "reports" / "all").read_text().split()
-    for chart in ("cpu-per-request", "framework-share", "ratio-vs-express"):
+    for chart in ("cpu-per-request", "framework-share", "cost-ratio", "control-drift"):
         for ext in ("png", "svg", "html"):
             assert f"reports/overall/charts/{chart}.{ext}" in manifest
     assert "reports/overall/index.html" in manifest and "data/overall/metrics.parquet" in manifest

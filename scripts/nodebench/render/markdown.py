@@ -209,9 +209,11 @@ def machine_state(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
     parts.append(f"CPU {'; '.join(models)} ({cpus} logical CPUs)")
     when = f"runs from {_when(runs['started_at'], 'min')} to {_when(runs['finished_at'], 'max')}"
     if "repetition" in runs:
-        when += f", {runs['repetition'].nunique()} rounds"
+        rounds = runs["repetition"].nunique()
+        when += f", {rounds} round{'s' if rounds != 1 else ''}"
     if "session" in runs and runs["session"].notna().any():
-        when += f" in {runs['session'].dropna().nunique()} Snakemake session(s)"
+        sessions = runs["session"].dropna().nunique()
+        when += f" in {sessions} Snakemake session{'s' if sessions != 1 else ''}"
     parts.append(when)
     return "**Machine state**: " + "; ".join(parts) + "."
 

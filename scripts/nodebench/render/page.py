@@ -90,7 +90,7 @@ def render(
         rest = markdown.body(runs, metrics, scores, limit=TABLE_ROWS, metrics_href=metrics_href)
     else:
         name, opening, rest = split_summary(summary_md)
-        title = f"{TITLE}: {name}" if name else TITLE
+        title = name or TITLE
     where = [f"The same report as Markdown: [{summary_href}]({summary_href})"]
     if metrics_href:
         where.append(f"every cell's figures: [{metrics_href}]({metrics_href})")

@@ -1,4 +1,4 @@
-"""build_index_page: a scope's charts and tables on one page that works without a network."""
+"""build_index_page: a scope's answer, charts and tables on one page that works without a network."""
 
 import json
 import os
@@ -6,21 +6,25 @@ from pathlib import Path
 
 import pandas as pd
 
-from nodebench.render.markdown import PROVENANCE
+from nodebench.render.markdown import RUN_COLUMNS
 from nodebench.render.page import render, vega_bundle
 
 
 def main(sm) -> None:
     specs = {Path(p).name.removesuffix(".vl.json"): json.loads(Path(p).read_text()) for p in sm.input.specs}
-    # Of the runs, the page names only where and with what they were measured.
-    runs, metrics = pd.read_parquet(sm.input.runs, columns=PROVENANCE), pd.read_parquet(sm.input.metrics)
+    # Of the runs, the page reads where, with what and when they were measured, and which session measured each.
+    runs, metrics = pd.read_parquet(sm.input.runs, columns=RUN_COLUMNS), pd.read_parquet(sm.input.metrics)
+    # The main matrix and each workload have scores, and their page is written from the data like their summary;
+    # an experiment's page shows its summary.md.
+    scores = pd.read_parquet(sm.input.scores) if "scores" in sm.input.keys() else None
     here = Path(sm.output.page).parent
     page = render(
         specs,
         runs,
         metrics,
-        Path(sm.input.summary).read_text(),
         vega_bundle(),
+        scores=scores,
+        summary_md=Path(sm.input.summary).read_text(),
         metrics_href=os.path.relpath(sm.input.metrics, here),
         summary_href=os.path.relpath(sm.input.summary, here),
     )

@@ -16,8 +16,8 @@ def main(sm) -> None:
         stopping = pd.read_parquet(sm.input.stopping)
         text = experiment_report.render(sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now)
     else:
-        # The main matrix's summary reads only the runs' provenance (and counts them).
-        runs = pd.read_parquet(sm.input.runs, columns=markdown.PROVENANCE)
+        # The main matrix's summary reads only the runs' provenance and sessions (and counts them).
+        runs = pd.read_parquet(sm.input.runs, columns=markdown.RUN_COLUMNS)
         text = markdown.render(runs, metrics, pd.read_parquet(sm.input.scores), now)
     Path(sm.output.summary).write_text(text)
     Path(sm.log[0]).write_text(f"summary of {len(runs)} runs -> {sm.output.summary}\n")

@@ -26,7 +26,8 @@ COPY_IGNORE = shutil.ignore_patterns(
     ".ruff_cache",
     "tests",
 )
-# node-http, express and fastify; empty and point-lookup; one connection level; 1-second windows.
+# node-http, express and fastify, and node-http again as the A/A control's twin (config's default
+# control) node-http-aa; empty and point-lookup; one connection level; one round of 1-second windows.
 TINY_CONFIG = """\
 servers: [node-http, express, fastify]
 workloads:

@@ -4,7 +4,15 @@ import numpy as np
 
 # Event-loop microseconds per request that each server spends on the framework,
 # and what each workload adds on top of it.
-FRAMEWORK_US = {"node-http": 60.0, "express": 250.0, "express-lean": 240.0, "fastify": 55.0, "fastify-schema": 52.0}
+FRAMEWORK_US = {
+    "node-http": 60.0,
+    # The A/A control's twin: node-http measured again, so the same cost.
+    "node-http-aa": 60.0,
+    "express": 250.0,
+    "express-lean": 240.0,
+    "fastify": 55.0,
+    "fastify-schema": 52.0,
+}
 WORKLOAD_US = {"empty": 0.0, "point-lookup": 120.0, "list": 700.0}
 # A campaign: every server and workload at as many connection counts as the size takes.
 CAMPAIGN_SERVERS = ["node-http", "express", "express-lean", "fastify", "fastify-schema"]

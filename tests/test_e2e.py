@@ -13,6 +13,10 @@ from conftest import REPO, planned_cells, render_in_chromium, snakemake
 from nodebench.analysis.verdict import VERDICTS
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.harness import procs, server
+from nodebench.plan import TWIN_SUFFIX
+
+# The tiny matrix (conftest.TINY_CONFIG), with node-http measured twice: node-http-aa is its A/A twin.
+TINY_SERVERS = ("node-http", "node-http-aa", "express", "fastify")
 
 
 def test_every_cell_of_the_matrix_was_measured(project: Path):
@@ -20,7 +24,7 @@ def test_every_cell_of_the_matrix_was_measured(project: Path):
     # Three servers and node-http's A/A twin, on two workloads.
     assert len(runs) == 8
     assert set(zip(runs["workload"], runs["server"], strict=True)) == {
-        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "node-http-aa", "express", "fastify")
+        (w, s) for w in ("empty", "point-lookup") for s in TINY_SERVERS
     }
     assert set(runs["load_generator"]) == {"wrk"}
     assert (runs["requests"] > 100).all()
@@ -73,7 +77,7 @@ def test_server_and_client_ran_on_different_cpus(project: Path):
 
 def test_records_carry_identity_and_provenance(project: Path):
     runs = pd.read_parquet(project / "data" / "overall" / "runs.parquet")
-    named = runs["server"].astype(str).str.removesuffix("-aa")
+    named = runs["server"].astype(str).str.removesuffix(TWIN_SUFFIX)
     assert (runs["framework"].astype(str).replace({"node:http": "node-http"}) == named).all()
     assert runs["postgres_version"].astype(str).str.startswith("18").all()
     assert (runs["database_mode"] == "embedded").all()
@@ -86,6 +90,11 @@ def test_summary_and_manifest(project: Path):
     summary = (project / "reports" / "overall" / "summary.md").read_text()
     assert "## empty" in summary and "## point-lookup" in summary
     assert "Measured on" in summary and "1.00x" in summary
+    # The answer first: per workload, each framework's paired cost against express and node-http, one round each.
+    first = summary.split("\n\n")[1]
+    assert first.startswith("- **empty** at 10 connections: ") and "express's event-loop CPU per request" in first
+    assert "(n=1: no interval)" in first and "A/A noise floor" in first
+    assert "**Machine state**: the A/A control, node-http, at the headline connections: " in summary
     manifest = (project / "reports" / "all").read_text().split()
     assert "data/overall/runs.parquet" in manifest and "reports/overall/summary.md" in manifest
     assert len([m for m in manifest if m.startswith("data/runs/")]) == 8
@@ -150,9 +159,7 @@ def test_editing_the_metrics_replans_metrics_charts_and_summary_not_measurements
 
 def test_editing_a_harness_module_replans_every_measurement(study: Path):
     out = replan_after_touching(study, "scripts/nodebench/harness/verify.py")
-    assert planned_cells(out) == {
-        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "node-http-aa", "express", "fastify")
-    }
+    assert planned_cells(out) == {(w, s) for w in ("empty", "point-lookup") for s in TINY_SERVERS}
     assert "build_database_template" not in planned_rules(out)
 
 
@@ -183,7 +190,7 @@ def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
     scores = pd.read_parquet(project / "data" / "overall" / "scores.parquet").set_index("server")
     assert scores.loc["node-http", "score"] == 100.0
     manifest = (project / "reports" / "all").read_text().split()
-    for chart in ("cpu-per-request", "framework-share", "ratio-vs-express"):
+    for chart in ("cpu-per-request", "framework-share", "cost-ratio", "control-drift"):
         for ext in ("png", "svg", "html"):
             assert f"reports/overall/charts/{chart}.{ext}" in manifest
     assert "reports/overall/index.html" in manifest and "data/overall/metrics.parquet" in manifest

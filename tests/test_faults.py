@@ -237,6 +237,7 @@ workloads:
 warmup_s: 1
 duration_s: 1
 rounds: 1
+control: null
 database:
   rows: 20000
 """

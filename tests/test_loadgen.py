@@ -16,7 +16,7 @@ from nodebench.harness import loadgen
 from nodebench.harness.errors import RunError
 from nodebench.harness.parsers import parse_ab, parse_wrk
 from nodebench.harness.verify import check_load
-from nodebench.render import experiment_report
+from nodebench.render import experiment_charts, experiment_report
 
 # The reference benchmark's figures (another machine, point lookup, 50 connections).
 REFERENCE = {
@@ -229,6 +229,30 @@ def test_a_slower_full_load_phase_is_only_partly_the_tail():
     assert "the tail explains only part of the penalty" in experiment_report.stopping_paragraph(table, "Test CPU")
 
 
+def test_experiment_charts_say_which_way_is_better():
+    runs = study_runs(count_window=1.25, last_response=1.05, first_done=0.9)
+    stopping = experiments.stopping_table(runs)
+    cells = client_cells(12000.0, 0.9, 0.85).assign(
+        stopping_rule="duration", client_cpu_util=0.5, latency_p99_ms=3.0, repetitions=3
+    )
+    for chart in (
+        experiment_charts.stopping_rule(stopping),
+        experiment_charts.duration_sweep(runs, stopping),
+        experiment_charts.load_generators(cells),
+    ):
+        title = chart.to_dict()["title"]
+        assert "better" in title["text"], title
+
+
+def test_the_experiment_report_says_what_its_intervals_are():
+    cells = client_cells(12000.0, 0.9, 0.85).assign(
+        repetitions=3, us_per_req_elu=80.0, us_per_req_elu_lo=79.0, us_per_req_elu_hi=81.0, latency_p99_ms=3.0
+    )
+    assert "n=3: min-max, 75 %" in experiment_report.interval_note(cells)
+    header = experiment_report.clients_markdown(cells)[0]
+    assert "req/s [interval]" in header and "CI" not in header
+
+
 def test_a_penalty_within_the_duration_runs_spread_is_noise():
     # Count runs 2 % slower, while the fixed-duration runs themselves spread by 10 %.
     table = experiments.stopping_table(study_runs(1.02, 1.01, 1.0, spread=0.10))
@@ -297,6 +321,7 @@ workloads:
 warmup_s: 1
 duration_s: 1
 rounds: 1
+control: null
 experiments:
   bad:
     matrices:

@@ -27,7 +27,7 @@ from conftest import REPO, TINY_CONFIG, leftovers, make_project, planned_cells
 SLURM_LOCAL = REPO / "scripts" / "slurm_local.sh"
 # Two servers instead of three: every cell is a SLURM job of its own, one after another on one node.
 SLURM_CONFIG = TINY_CONFIG.replace("servers: [node-http, express, fastify]", "servers: [node-http, fastify]")
-SLURM_CELLS = {(w, s) for w in ("empty", "point-lookup") for s in ("node-http", "fastify")}
+SLURM_CELLS = {(w, s) for w in ("empty", "point-lookup") for s in ("node-http", "node-http-aa", "fastify")}
 # The whole Snakemake run through SLURM (a few minutes on two cores).
 RUN_LIMIT_S = 900
 # Jobs may wait this long with nothing running before the run is called stuck.

@@ -206,11 +206,18 @@ def test_summary_renders_tables_marks_and_machine():
     cells = metrics.compute_metrics(runs)
     text = markdown.render(runs, cells, metrics.geomean_scores(cells), datetime(2026, 1, 2, tzinfo=UTC))
     assert "Measured on Synthetic CPU" in text and "Node.js v20.0.0" in text and "Generated 2026-01-02" in text
-    assert "## empty" in text and "## point-lookup" in text and "## Framework share" in text and "## Score" in text
-    # The synthetic ELU is 0.6 at 10 connections: those cells are marked as not server-bound.
-    assert "| express† | 10 |" in text and "| express | 50 |" in text
+    assert "### empty: a fixed ~270-byte object" in text and "### point-lookup: one indexed query" in text
+    assert "## Framework share" in text and "## Score" in text
+    # The synthetic ELU is 0.6 at 10 connections: those cells' verdict says they were not server-bound.
+    lines = text.splitlines()
+    assert any(line.startswith("| express | 10 |") and line.endswith("| io-bound |") for line in lines)
+    assert any(line.startswith("| express |") and line.endswith("| server-bound |") for line in lines)
     fastify = cells[(cells["server"] == "fastify") & (cells["workload"] == "empty") & (cells["connections"] == 50)]
-    assert f"{fastify['speedup_vs_express'].iloc[0]:.2f}x [" in text
+    r = fastify.iloc[0]
+    assert f"| {r['cost_vs_express']:.2f}x [{r['cost_vs_express_lo']:.2f}–{r['cost_vs_express_hi']:.2f}] |" in text
+    # The answer comes first: the paired cost of each framework against express and node-http.
+    assert text.split("\n\n")[1].startswith("- **empty** at 50 connections: ")
+    assert f"fastify costs {r['cost_vs_express']:.2f}x express's event-loop CPU per request" in text
 
 
 def test_summary_interval_formatting():

@@ -297,8 +297,10 @@ def scope_chart_names(scope):
     swept = any(len(config["workloads"][w]["connections"]) > 1 for w in workloads)
     skip = {
         "connection-sweep": not swept,
-        # Ratios against Express need Express in the matrix.
-        "ratio-vs-express": "express" not in config["servers"],
+        # Cost ratios need a baseline in the matrix: express or node-http.
+        "cost-ratio": not {"express", "node-http"} & set(config["servers"]),
+        # The drift view follows the A/A control, measured only when config names one.
+        "control-drift": not plan.control(config),
     }
     return [
         name

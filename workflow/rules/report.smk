@@ -14,9 +14,8 @@ rule write_summary:
 
 rule build_index_page:
     input:
+        unpack(summary_inputs),
         specs=lambda wc: scope_charts(wc.scope, exts=["vl.json"]),
-        runs="data/{scope}/runs.parquet",
-        metrics="data/{scope}/metrics.parquet",
         summary="reports/{scope}/summary.md",
         code=code("build_index_page.py"),
     output:

@@ -3,7 +3,7 @@
 tables: the scope's tables a chart is drawn from (data/<scope>/<table>.parquet);
 kind: "matrix" charts are drawn for the
 whole matrix and each workload, "experiment" charts for the experiments that measure
-what they show.
+what they show; heading: what the chart shows, in words, for the index page.
 """
 
 from typing import NamedTuple
@@ -12,16 +12,20 @@ from typing import NamedTuple
 class ChartSpec(NamedTuple):
     tables: tuple[str, ...]
     kind: str
+    heading: str
 
 
 CHART_LIST = {
-    "cpu-per-request": ChartSpec(("metrics",), "matrix"),
-    "connection-sweep": ChartSpec(("metrics",), "matrix"),
-    "framework-share": ChartSpec(("metrics",), "matrix"),
-    "ratio-vs-express": ChartSpec(("metrics",), "matrix"),
-    "stopping-rule": ChartSpec(("stopping",), "experiment"),
-    "duration-sweep": ChartSpec(("runs", "stopping"), "experiment"),
-    "load-generators": ChartSpec(("metrics",), "experiment"),
+    "cpu-per-request": ChartSpec(("metrics",), "matrix", "What each request costs each server"),
+    "cost-ratio": ChartSpec(("metrics",), "matrix", "CPU per request relative to Express and to bare node:http"),
+    "connection-sweep": ChartSpec(
+        ("metrics",), "matrix", "Throughput, latency and event-loop load as connections grow"
+    ),
+    "framework-share": ChartSpec(("metrics",), "matrix", "How much of each request's CPU is the framework"),
+    "control-drift": ChartSpec(("runs",), "matrix", "Did the machine drift? The A/A control round by round"),
+    "stopping-rule": ChartSpec(("stopping",), "experiment", "Fixed duration against fixed count"),
+    "duration-sweep": ChartSpec(("runs", "stopping"), "experiment", "Reported throughput against the run's length"),
+    "load-generators": ChartSpec(("metrics",), "experiment", "The same cells under each load generator"),
 }
 #: The files each chart is saved as.
 EXTENSIONS = ("png", "svg", "html", "vl.json")

@@ -1,4 +1,8 @@
-"""Altair charts drawn from the aggregated metrics tables only, one shared theme."""
+"""Altair charts drawn from the aggregated tables only, one shared theme.
+
+Every chart's title says what it shows and which way is better; whiskers are the
+order-statistic intervals of the metrics (none where a cell had one run).
+"""
 
 import json
 from pathlib import Path
@@ -9,12 +13,18 @@ import pandas as pd
 import vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 
-from nodebench.analysis.metrics import headline
-from nodebench.catalogue.thresholds import CONFIDENCE, SERVER_BOUND_ELU, pct
+from nodebench.analysis.intervals import describe
+from nodebench.analysis.metrics import BASELINES, headline
+from nodebench.catalogue.thresholds import SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
+from nodebench.plan import TWIN_SUFFIX
 from nodebench.render import experiment_charts
 from nodebench.render.page import vega_bundle
 from nodebench.render.theme import BOUND_OPACITY, NOT_SERVER_BOUND, server_scale
+
+#: Vega-Lite filter that keeps rows with an interval: a cell measured once has none, and draws no whisker.
+HAS_INTERVAL = "isValid(datum.lo) && isFinite(datum.lo) && isValid(datum.hi) && isFinite(datum.hi)"
+BOUND_SHAPE = alt.Scale(domain=["server-bound", NOT_SERVER_BOUND], range=["circle", "triangle"])
 
 
 def _marked(df: pd.DataFrame) -> pd.DataFrame:
@@ -32,8 +42,36 @@ def _workloads(df: pd.DataFrame) -> list[str]:
     return ordered(df["workload"])
 
 
+def _no_twins(df: pd.DataFrame) -> pd.DataFrame:
+    """Without the A/A control's twin, which repeats its control."""
+    return df[~df["server"].astype(str).str.endswith(TWIN_SUFFIX)]
+
+
+def whiskers(methods) -> str:
+    """What the whiskers are, from the intervals' methods ('n=5: min-max, 94 %')."""
+    shown = sorted({m for m in map(str, methods) if not m.endswith("no interval")})
+    if not shown:
+        return "no whiskers: one run per cell, so no interval"
+    listed = "; ".join(shown) if len(shown) <= 3 else "coverage per cell in the tooltip"
+    return f"whiskers: order-statistic interval of the median ({listed}); none where a cell had one run"
+
+
+def _title(text: str, *subtitle: str) -> alt.TitleParams:
+    return alt.TitleParams(text, subtitle=[s for s in subtitle if s])
+
+
+def _nothing(text: str, title: alt.TitleParams) -> alt.Chart:
+    """A chart that says why there is nothing to draw."""
+    return (
+        alt.Chart(pd.DataFrame({"text": [text]}))
+        .mark_text(fontSize=13, align="left")
+        .encode(alt.Text("text:N"))
+        .properties(width=420, height=40, title=title)
+    )
+
+
 def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
-    """Bars of us/req per server (event loop and process CPU) with CI error bars, one row per workload."""
+    """Bars of us/req per server (event loop and process CPU) with interval whiskers, one row per workload."""
     m = _marked(headline(metrics))
     long = pd.concat(
         [
@@ -44,7 +82,7 @@ def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
                 kind="process CPU", value=m["us_per_req_cpu"], lo=m["us_per_req_cpu_lo"], hi=m["us_per_req_cpu_hi"]
             ),
         ]
-    )[["workload", "server", "connections", "kind", "value", "lo", "hi", "bound", "repetitions"]]
+    )[["workload", "server", "connections", "kind", "value", "lo", "hi", "bound", "repetitions", "interval"]]
     scale = server_scale(long["server"])
     base = alt.Chart(long).encode(alt.X("server:N").sort(scale.domain).title(None))
     bars = base.mark_bar().encode(
@@ -56,13 +94,17 @@ def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
             "workload",
             "connections",
             "kind",
-            alt.Tooltip("value:Q", format=".1f"),
+            alt.Tooltip("value:Q", format=".1f", title="median µs"),
+            alt.Tooltip("lo:Q", format=".1f"),
+            alt.Tooltip("hi:Q", format=".1f"),
+            "interval",
             "bound",
-            "repetitions",
         ],
     )
-    err = base.mark_errorbar(ticks=True, color="black").encode(
-        alt.Y("lo:Q").title("CPU per request (µs)"), alt.Y2("hi:Q")
+    err = (
+        base.transform_filter(HAS_INTERVAL)
+        .mark_errorbar(ticks=True, color="black")
+        .encode(alt.Y("lo:Q").title("CPU per request (µs)"), alt.Y2("hi:Q"))
     )
     return (
         alt.layer(bars, err, data=long)
@@ -70,9 +112,97 @@ def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
         .facet(row=alt.Row("workload:N").sort(_workloads(long)).title(None), column=alt.Column("kind:N").title(None))
         .resolve_scale(y="independent")
         .properties(
-            title=f"CPU per request, median and {pct(CONFIDENCE)} CI over repetitions (faded: not server-bound)"
+            title=_title(
+                "CPU per request by server, at the headline connections (µs; lower is better)",
+                f"Bars: medians over rounds; {whiskers(long['interval'])}.",
+                "Faded: not server-bound (the event loop was not the limit).",
+            )
         )
     )
+
+
+def _cost_panel(head: pd.DataFrame, baseline: str, scale: alt.Scale) -> alt.LayerChart:
+    """One baseline's cost ratios per workload and server, the A/A noise floor as a band around 1."""
+    name = BASELINES[baseline]
+    d = head[head["server"] != baseline].dropna(subset=[f"cost_{name}"])
+    d = d.assign(
+        ratio=d[f"cost_{name}"],
+        lo=d[f"cost_{name}_lo"],
+        hi=d[f"cost_{name}_hi"],
+        pairs=d[f"pairs_{name}"],
+        interval=[describe(int(n)) for n in d[f"pairs_{name}"]],
+        beyond_noise=d[f"beyond_noise_{name}"]
+        .astype(object)
+        .map(lambda v: "no A/A control or no interval" if pd.isna(v) else ("yes" if v else "no")),
+    )[["workload", "server", "connections", "ratio", "lo", "hi", "pairs", "interval", "beyond_noise", "bound"]]
+    workloads = _workloads(head)
+    x = alt.X("workload:N").sort(workloads).axis(labelAngle=0).title(None)
+    y_title = f"CPU per request / {baseline}'s (x, log scale)"
+    floor = head.groupby("workload")["noise_floor"].first().dropna()
+    band = pd.DataFrame({"workload": floor.index, "lo": 1 / (1 + floor.to_numpy()), "hi": 1 + floor.to_numpy()})
+    layers = []
+    if len(band):
+        layers.append(
+            alt.Chart(band)
+            .mark_rect(color="#bbbbbb", opacity=0.35)
+            .encode(
+                x,
+                alt.Y("lo:Q").scale(type="log", nice=False, padding=12).title(y_title),
+                alt.Y2("hi:Q"),
+                tooltip=[
+                    "workload",
+                    alt.Tooltip("lo:Q", format=".3f", title="noise floor from"),
+                    alt.Tooltip("hi:Q", format=".3f", title="to"),
+                ],
+            )
+        )
+    layers.append(alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(alt.Y("y:Q")))
+    base = alt.Chart(d).encode(x, alt.XOffset("server:N").sort(scale.domain), alt.Color("server:N").scale(scale))
+    layers.append(
+        base.transform_filter(HAS_INTERVAL)
+        .mark_errorbar(ticks=True)
+        .encode(alt.Y("lo:Q").scale(type="log", nice=False, padding=12).title(y_title), alt.Y2("hi:Q"))
+    )
+    layers.append(
+        base.mark_point(filled=True, size=70).encode(
+            alt.Y("ratio:Q").scale(type="log", nice=False, padding=12).title(y_title),
+            alt.Shape("bound:N").scale(BOUND_SHAPE).title("saturation"),
+            tooltip=[
+                "server",
+                "workload",
+                "connections",
+                alt.Tooltip("ratio:Q", format=".3f", title=f"cost vs {baseline}"),
+                alt.Tooltip("lo:Q", format=".3f"),
+                alt.Tooltip("hi:Q", format=".3f"),
+                "interval",
+                alt.Tooltip("beyond_noise:N", title="beyond the noise floor"),
+                "bound",
+            ],
+        )
+    )
+    return alt.layer(*layers).properties(width=360, height=260, title=f"against {baseline} ({baseline} = 1)")
+
+
+def cost_ratio(metrics: pd.DataFrame) -> alt.HConcatChart | alt.Chart:
+    """The headline ratio: each server's event-loop CPU per request over express's and over node-http's, paired per
+    round, with its interval and the A/A noise floor."""
+    head = _no_twins(_marked(headline(metrics)))
+    present = [b for b in ("express", "node-http") if b in set(head["server"])]
+    methods = [
+        describe(int(n)) for b in present for n in head.loc[head["server"] != b, f"pairs_{BASELINES[b]}"] if n > 0
+    ]
+    title = _title(
+        "Event-loop CPU per request relative to Express and to node:http (x, log scale; below 1 is cheaper: "
+        "lower is better)",
+        "Points: per round, this server's CPU per request over the baseline's in the same round, median over "
+        f"the rounds; {whiskers(methods)}.",
+        "Grey band: the A/A noise floor (the control against its twin); triangles: not server-bound.",
+    )
+    if not present:
+        return _nothing("Neither express nor node-http was measured: no ratio to draw.", title)
+    scale = server_scale(head["server"])
+    panels = [_cost_panel(head, b, scale) for b in present]
+    return alt.hconcat(*panels).resolve_scale(y="independent").properties(title=title)
 
 
 #: A connection sweep draws at most this many points per server and workload. A workload
@@ -129,24 +259,31 @@ def sweep_points(metrics: pd.DataFrame) -> pd.DataFrame:
 def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
     """req/s, p50/p99 latency and ELU against connections, for workloads measured at several (binned past
     SWEEP_POINTS connection counts, see sweep_points)."""
+    metrics = _no_twins(metrics)
     # What the chart draws, once: the latency panel folds p50 and p99 out of the same rows.
     m = sweep_points(metrics).drop(columns="cells").rename(columns={"latency_p50_ms": "p50", "latency_p99_ms": "p99"})
     levels = metrics.groupby(metrics["workload"].astype(str))["connections"].nunique()
     scale = server_scale(m["server"])
     x = alt.X("connections:Q").scale(type="log", nice=False).title("connections (log scale)")
     color = alt.Color("server:N").scale(scale).title("server")
-    shape = alt.Shape("bound:N").scale(domain=["server-bound", NOT_SERVER_BOUND], range=["circle", "triangle"])
-    shape = shape.title("saturation")
+    shape = alt.Shape("bound:N").scale(BOUND_SHAPE).title("saturation")
     base = alt.Chart(m).encode(x, color)
+    has_interval = "isValid(datum.req_per_s_lo) && isFinite(datum.req_per_s_lo) && isValid(datum.req_per_s_hi)"
     rps = alt.layer(
-        base.mark_line().encode(alt.Y("req_per_s:Q").title("throughput (req/s)")),
+        base.mark_line().encode(alt.Y("req_per_s:Q").title("throughput (req/s, higher is better)")),
         base.mark_point(filled=True, size=60).encode(alt.Y("req_per_s:Q"), shape),
-        base.mark_errorbar().encode(alt.Y("req_per_s_lo:Q").title("throughput (req/s)"), alt.Y2("req_per_s_hi:Q")),
+        base.transform_filter(has_interval)
+        .mark_errorbar()
+        .encode(alt.Y("req_per_s_lo:Q").title("throughput (req/s, higher is better)"), alt.Y2("req_per_s_hi:Q")),
     ).properties(width=360, height=200)
     lat = (
         base.transform_fold(["p50", "p99"], as_=["percentile", "latency"])
         .mark_line(point=True)
-        .encode(alt.Y("latency:Q").title("latency (ms)"), alt.StrokeDash("percentile:N").title("latency"))
+        .encode(
+            alt.Y("latency:Q").title("latency (ms, lower is better)"),
+            # The legend draws the dashes (a line's symbol would otherwise be its point).
+            alt.StrokeDash("percentile:N").title("latency percentile").legend(symbolType="stroke"),
+        )
         .properties(width=360, height=200)
     )
     elu = alt.layer(
@@ -162,7 +299,7 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
         sub = m[m["workload"] == workload]
         binned = (
             f"; {levels[workload]:,} connection counts in {SWEEP_POINTS} log-spaced bins: medians, "
-            "bars spanning the bin's intervals"
+            "whiskers spanning the bin's intervals"
             if levels[workload] > SWEEP_POINTS
             else ""
         )
@@ -175,14 +312,22 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
                 lat.transform_filter(alt.datum.workload == workload),
             ).properties(title=f"{workload}: connection sweep ({sub['server'].nunique()} servers{binned})")
         )
+    autocannon = "autocannon" in set(metrics["load_generator"].astype(str))
     return alt.vconcat(*rows).properties(
-        title="Where the event loop pins at 100 % and more connections only add queueing"
+        title=_title(
+            "Throughput (higher is better) and latency (lower is better) as connections grow",
+            "Where the event loop pins at 100 %, more connections only add queueing. Throughput: medians over "
+            f"rounds, {whiskers(metrics['interval'] if 'interval' in metrics else [])}.",
+            f"Dashed grey line: {pct(SERVER_BOUND_ELU)} event-loop utilization, server-bound above it; "
+            "triangles: not server-bound."
+            + (" Latency: autocannon's percentiles, whole milliseconds rounded down." if autocannon else ""),
+        )
     )
 
 
 def framework_share(metrics: pd.DataFrame) -> alt.Chart:
     """Each server's request CPU split into framework and the rest, by both share models."""
-    m = _marked(headline(metrics))
+    m = _no_twins(_marked(headline(metrics)))
     m = m[m["server"] != "node-http"]
     long = pd.concat(
         [
@@ -214,57 +359,69 @@ def framework_share(metrics: pd.DataFrame) -> alt.Chart:
             row=alt.Row("model:N").title(None).header(labelAngle=0, labelAlign="left", labelOrient="right"),
             column=alt.Column("workload:N").sort(_workloads(long)).title(None),
         )
-        .properties(title="Framework share of the request's CPU (two models; faded: not server-bound)")
+        .properties(
+            title=_title(
+                "Framework share of each request's event-loop CPU, by two models (a smaller framework part is better)",
+                "Reference model: the server's CPU per request on empty, held constant; baseline model: only what it "
+                "adds over bare node:http. Models, not measurements. Faded: not server-bound.",
+            )
+        )
     )
 
 
-def ratio_vs_express(metrics: pd.DataFrame) -> alt.Chart:
-    """Speed-up over Express per workload with bootstrap intervals."""
-    m = _marked(headline(metrics)).dropna(subset=["speedup_vs_express"])
-    m = m[
-        [
-            "workload",
-            "server",
-            "connections",
-            "speedup_vs_express",
-            "speedup_vs_express_lo",
-            "speedup_vs_express_hi",
-            "bound",
-        ]
-    ]
-    scale = server_scale(m["server"])
-    base = alt.Chart(m).encode(
-        alt.X("workload:N").sort(_workloads(m)).axis(labelAngle=0).title(None),
-        alt.XOffset("server:N").sort(scale.domain),
-        alt.Color("server:N").scale(scale).title("server"),
-    )
-    points = base.mark_point(filled=True, size=70).encode(
-        alt.Y("speedup_vs_express:Q")
-        .scale(type="log", nice=False, padding=12)
-        .title("req/s relative to express (x, log scale)"),
-        alt.Shape("bound:N")
-        .scale(domain=["server-bound", NOT_SERVER_BOUND], range=["circle", "triangle"])
-        .title("saturation"),
-        tooltip=["server", "workload", "connections", alt.Tooltip("speedup_vs_express:Q", format=".2f"), "bound"],
-    )
-    bars = base.mark_errorbar(ticks=True).encode(
-        alt.Y("speedup_vs_express_lo:Q").title("req/s relative to express (x, log scale)"),
-        alt.Y2("speedup_vs_express_hi:Q"),
-    )
-    one = alt.Chart(pd.DataFrame({"y": [1.0]})).mark_rule(color="#888", strokeDash=[4, 4]).encode(alt.Y("y:Q"))
-    return alt.layer(bars, points, one).properties(
-        width=420,
-        height=260,
-        title=f"Speed-up over Express, median and {pct(CONFIDENCE)} CI (triangles: not server-bound)",
+def control_drift(runs: pd.DataFrame) -> alt.Chart:
+    """The A/A control's and its twin's event-loop CPU per request in each round, per workload, at the headline
+    connections: whether the machine drifted over the run."""
+    servers = set(runs["server"].astype(str))
+    twins = sorted(s for s in servers if s.endswith(TWIN_SUFFIX) and s[: -len(TWIN_SUFFIX)] in servers)
+    title = "Drift: the A/A control's event-loop CPU per request in each round (µs; flat lines are better)"
+    if not twins:
+        return _nothing("No A/A control in these runs (config key control): nothing to follow.", _title(title))
+    twin = twins[0]
+    control = twin[: -len(TWIN_SUFFIX)]
+    keep = [c for c in ("session", "started_at", "load_generator", "stop") if c in runs]
+    columns = ["workload", "server", "connections", "repetition", "us_per_req_elu", *keep]
+    r = runs.loc[runs["server"].astype(str).isin([control, twin]), columns]
+    r = headline(r).astype({c: str for c in ["workload", "server", *keep]})
+    scale = server_scale([control, twin])
+    rounds = r["repetition"].nunique()
+    return (
+        alt.Chart(r)
+        .mark_line(point=True)
+        .encode(
+            alt.X("repetition:Q").axis(format="d", tickMinStep=1).title("round, in the order measured"),
+            alt.Y("us_per_req_elu:Q").scale(zero=False).title("event-loop CPU per request (µs)"),
+            alt.Color("server:N").scale(scale).title("server"),
+            tooltip=[
+                "workload",
+                "server",
+                "connections",
+                "repetition",
+                alt.Tooltip("us_per_req_elu:Q", format=".1f"),
+                *keep,
+            ],  # fmt: skip
+        )
+        .properties(width=260, height=180)
+        .facet(column=alt.Column("workload:N").sort(_workloads(r)).title(None))
+        .resolve_scale(y="independent")
+        .properties(
+            title=_title(
+                title,
+                f"{control} and its twin {twin} (the same server measured twice per round), at the headline "
+                f"connections, over {rounds} round{'s' if rounds != 1 else ''}.",
+                "Lines apart: noise between two identical servers; both moving together: the machine drifted.",
+            )
+        )
     )
 
 
 #: Every chart in chart_list.CHART_LIST by name: the function that draws it from its tables (by name).
 CHARTS = {
     "cpu-per-request": lambda t: cpu_per_request(t["metrics"]),
+    "cost-ratio": lambda t: cost_ratio(t["metrics"]),
     "connection-sweep": lambda t: connection_sweep(t["metrics"]),
     "framework-share": lambda t: framework_share(t["metrics"]),
-    "ratio-vs-express": lambda t: ratio_vs_express(t["metrics"]),
+    "control-drift": lambda t: control_drift(t["runs"]),
     "stopping-rule": lambda t: experiment_charts.stopping_rule(t["stopping"]),
     "duration-sweep": lambda t: experiment_charts.duration_sweep(t["runs"], t["stopping"]),
     "load-generators": lambda t: experiment_charts.load_generators(t["metrics"]),

@@ -61,7 +61,20 @@ def stopping_rule(stopping: pd.DataFrame) -> alt.HConcatChart:
         )
         .properties(width=320, height=alt.Step(22))
     )
-    return alt.hconcat(bars, time).resolve_scale(color="independent")
+    return (
+        alt.hconcat(bars, time)
+        .resolve_scale(color="independent")
+        .properties(
+            title=alt.TitleParams(
+                "Fixed duration against fixed count (equal bars are better: the stopping rule does not change the "
+                "answer)",
+                subtitle=[
+                    "Left: req/s as the load generator reported it. Right: a fixed-count run's time, at the sustained "
+                    "rate and beyond it (less time beyond the sustained rate is better)."
+                ],
+            )
+        )
+    )
 
 
 def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart:
@@ -106,7 +119,13 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
         )
         layers += [rule, text]
     return alt.layer(*layers).properties(
-        width=420, height=260, title="Duration sweep (dashed: the same server's fixed-count runs)"
+        width=420,
+        height=260,
+        title=alt.TitleParams(
+            "Reported req/s against the run's fixed duration (a flat line is better: the run's length does not "
+            "change the answer)",
+            subtitle=["Points: every run; line: medians; dashed: the same server's fixed-count runs."],
+        ),
     )
 
 
@@ -132,7 +151,12 @@ def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
             opacity=alt.condition("datum.saturation == 'server-bound'", alt.value(1.0), alt.value(0.45)),
             tooltip=["server", "load_generator", "stop", "saturation", alt.Tooltip("req_per_s:Q", format=",.0f")],
         )
-        errs = sub.mark_rule().encode(y="req_per_s_lo:Q", y2="req_per_s_hi:Q", color=alt.value("black"))
+        # A cell measured once has no interval, and gets no whisker.
+        errs = (
+            sub.transform_filter("isValid(datum.req_per_s_lo) && isFinite(datum.req_per_s_lo)")
+            .mark_rule()
+            .encode(y="req_per_s_lo:Q", y2="req_per_s_hi:Q", color=alt.value("black"))
+        )
         elu = sub.mark_bar().encode(
             y=alt.Y("elu_utilization:Q", title="server ELU", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
             tooltip=["server", "load_generator", alt.Tooltip("elu_utilization:Q", format=".1%")],
@@ -148,4 +172,13 @@ def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
                 cpu.properties(**size, title=f"{workload}: load generator's own CPU"),
             )
         )
-    return alt.vconcat(*rows)
+    return alt.vconcat(*rows).properties(
+        title=alt.TitleParams(
+            "The same cells under each load generator: server req/s (higher is better), the server's event-loop "
+            "utilization and the client's own CPU",
+            subtitle=[
+                "A client that leaves the server below saturation while using most of its own cores is the "
+                "bottleneck. Whiskers: the order-statistic interval of the median req/s (none for one run)."
+            ],
+        )
+    )

@@ -16,8 +16,14 @@ from nodebench.analysis.experiments import (
     held_back,
     sweep_table,
 )
+from nodebench.analysis.intervals import describe
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
 from nodebench.render.markdown import ci, machine_line
+
+#: Verdicts that say a client's CPU was the limit (today's and the finer ones that may replace it).
+CLIENT_LIMITED = {"client-bound", "client CPUs saturated (shared)"}
+#: Verdicts that say the database, not the server's event loop or a client, set the pace.
+DATABASE_LIMITED = {"io-bound", "database-bound"}
 
 
 def stopping_markdown(table: pd.DataFrame) -> list[str]:
@@ -164,7 +170,7 @@ def clients_markdown(metrics: pd.DataFrame) -> list[str]:
     """Per workload and server, each client's req/s, the server's ELU and the client's own CPU."""
     m = as_strings(metrics).sort_values(["workload", "server", "load_generator"])
     head = (
-        f"| workload | server | client | stop | req/s [{pct(CONFIDENCE)} CI] | ELU | us/req ELU [CI] "
+        "| workload | server | client | stop | req/s [interval] | ELU | us/req ELU [interval] "
         "| client CPU (of cores) "
         "| p99 ms | verdict |\n|---|---|---|---|---:|---:|---:|---:|---:|---|"
     )
@@ -172,7 +178,7 @@ def clients_markdown(metrics: pd.DataFrame) -> list[str]:
         f"| {r.workload} | {r.server} | {r.load_generator} | {r.stop} "
         f"| {ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi)} "
         f"| {r.elu_utilization:.1%} | {ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, '.1f')} "
-        f"| {r.client_cpu_util:.2f} (of {r.client_cpu_capacity:g}) | {r.latency_p99_ms:.3g} | {r.saturation} |"
+        f"| {r.client_cpu_util:.2f} (of {r.client_cpu_capacity:g}) | {r.latency_p99_ms:.2f} | {r.saturation} |"
         for r in m.itertuples()
     ]
     return [head, *rows]
@@ -193,7 +199,7 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
     node_empty = m[(m["server"] == "node-http") & (m["workload"] == "empty")].sort_values("req_per_s")
     if len(node_empty):
         parts.append("node-http on `empty`: " + "; ".join(describe(r) for r in node_empty.itertuples()) + ".")
-        ruled = node_empty[node_empty["saturation"] == "client-bound"]
+        ruled = node_empty[node_empty["saturation"].isin(CLIENT_LIMITED)]
         compared = back[(back["server"] == "node-http") & (back["workload"] == "empty")]
         limiting = sorted(set(ruled["load_generator"]) | set(compared["load_generator"]))
         if limiting:
@@ -213,7 +219,7 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
                 "or as far as the best client did."
             )
         edge = node_empty[
-            (node_empty["saturation"] != "client-bound")
+            ~node_empty["saturation"].isin(CLIENT_LIMITED)
             & (
                 (node_empty["elu_utilization"] < EDGE_ELU)
                 | (node_empty["client_cpu_util"] >= EDGE_CPU * node_empty["client_cpu_capacity"])
@@ -242,14 +248,16 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
             )
             + "."
         )
-    ruled_others = m[(m["saturation"] == "client-bound") & ~((m["server"] == "node-http") & (m["workload"] == "empty"))]
+    ruled_others = m[
+        m["saturation"].isin(CLIENT_LIMITED) & ~((m["server"] == "node-http") & (m["workload"] == "empty"))
+    ]
     if len(ruled_others):
         parts.append(
             "Client-bound by CPU: "
             + ", ".join(f"{r.workload}/{r.server} with {r.load_generator}" for r in ruled_others.itertuples())
             + "."
         )
-    io = m[(m["saturation"] == "io-bound")]
+    io = m[m["saturation"].isin(DATABASE_LIMITED)]
     io = io[
         ~io.set_index(["workload", "server", "load_generator"]).index.isin(
             back.set_index(["workload", "server", "load_generator"]).index
@@ -257,8 +265,8 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
     ]
     if len(io):
         parts.append(
-            "Neither the server's event loop nor a client was the limit (io-bound) in: "
-            + ", ".join(f"{r.workload}/{r.server} with {r.load_generator}" for r in io.itertuples())
+            "Neither the server's event loop nor a client was the limit in: "
+            + ", ".join(f"{r.workload}/{r.server} with {r.load_generator} ({r.saturation})" for r in io.itertuples())
             + "; there the database, sharing CPUs with the client, set the pace."
         )
     return " ".join(parts)
@@ -267,7 +275,7 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
 def cells_markdown(metrics: pd.DataFrame) -> list[str]:
     m = as_strings(metrics).sort_values(["workload", "server", "load_generator", "stopping_rule", "stop"])
     head = (
-        f"| workload | server | conn | client | stop | runs | req/s [{pct(CONFIDENCE)} CI] | ELU | us/req ELU "
+        "| workload | server | conn | client | stop | runs | req/s [interval] | ELU | us/req ELU "
         "| client CPU "
         "| verdict |\n"
         "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|"
@@ -281,6 +289,17 @@ def cells_markdown(metrics: pd.DataFrame) -> list[str]:
     return [head, *rows]
 
 
+def interval_note(metrics: pd.DataFrame) -> str:
+    """What the [lo–hi] after a figure is, at the numbers of runs the cells have."""
+    ns = sorted({int(n) for n in metrics["repetitions"]})
+    return (
+        "[lo–hi] after a figure is a distribution-free interval for its median from order statistics, the narrowest "
+        f"[x(k), x(n+1-k)] covering at least {pct(CONFIDENCE)}, or min-max with its own lower coverage: "
+        f"{'; '.join(describe(n) for n in ns)}. A figure without brackets had one run (no interval) or identical "
+        "bounds."
+    )
+
+
 def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFrame, stopping: pd.DataFrame,
            generated_at: datetime) -> str:  # fmt: skip
     cpu_model = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
@@ -291,7 +310,8 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
         machine_line(runs),
         "",
         "req/s in the tables below is the server's own (requests it received over its ELU window) unless a column "
-        "says *reported*, which is the figure the load generator itself prints. Medians over repetitions.",
+        "says *reported*, which is the figure the load generator itself prints. Medians over rounds; "
+        f"{interval_note(metrics)}",
         "",
         "## Cells",
         "",

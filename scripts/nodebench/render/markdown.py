@@ -1,14 +1,29 @@
-"""summary.md: the reference benchmark's tables, regenerated from the metrics (and the runs' provenance)."""
+"""summary.md (and the tables of index.html): the answer first, then the machine, then every cell.
+
+The document is a list of blocks (render/document.py): summary.md writes them as
+Markdown, the index page as HTML with the charts between the opening and the tables.
+"""
 
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
 
-from nodebench.analysis.metrics import headline
-from nodebench.catalogue.thresholds import CONFIDENCE, NOISY_CV, SERVER_BOUND_ELU, pct
-from nodebench.catalogue.workloads import FRAMEWORK_ONLY, ordered
+from nodebench.analysis.intervals import describe
+from nodebench.analysis.metrics import BASELINES, CELL, PEERS, headline
+from nodebench.catalogue.thresholds import (
+    CLIENT_BOUND_CPU,
+    CONFIDENCE,
+    HEADLINE_CONNECTIONS,
+    NOISY_CV,
+    SERVER_BOUND_ELU,
+    pct,
+)
+from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS, ordered
+from nodebench.plan import TWIN_SUFFIX
+from nodebench.render.document import Block, Heading, Items, Para, Table, to_markdown
 
-#: The runs' columns machine_line() reads: all the summary and the index page need of the runs.
+#: The runs' provenance columns machine_line() reads.
 PROVENANCE = [
     "cpu_model",
     "cpu_count",
@@ -26,12 +41,30 @@ PROVENANCE = [
     "finished_at",
     "pipeline_commit",
 ]
-MARK_NOT_BOUND = "†"
-MARK_NOISY = "~"
+#: Every column of the runs the summary and the index page read: the provenance, and what
+#: it takes to name the pairs of runs that different Snakemake sessions measured.
+RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "repetition", "session"]
+#: The baselines in the order the answer names them: the framework everyone knows, then bare node:http.
+ANSWER_BASELINES = ["express", "node-http"]
+#: What each saturation verdict means (metrics' saturation column). Verdicts not listed are shown as they are.
+VERDICTS = {
+    "server-bound": f"the server's event loop was busy at least {pct(SERVER_BOUND_ELU)} of the window: the cell "
+    "measures the framework at its ceiling",
+    "client-bound": f"the load generator used at least {pct(CLIENT_BOUND_CPU)} of the CPU it can use: its req/s "
+    "measures the client more than the server",
+    "io-bound": "neither the server's event loop nor the client was saturated: the server waited on I/O (the "
+    "database), which set the pace",
+    "database-bound": "the database set the pace",
+    "client CPUs saturated (shared)": "the CPUs the load generator shares with the database were saturated, so "
+    "neither can be told apart as the limit",
+    "not saturated": "nothing was saturated: the load was too light to reach any ceiling",
+}
+#: A list of pairs longer than this is cut, with the number left out.
+MAX_LISTED_PAIRS = 40
 
 
 def ci(value: float, lo: float, hi: float, fmt: str = ",.0f", suffix: str = "") -> str:
-    """A figure with its interval, e.g. '4,209 [3,754–4,310]'."""
+    """A figure with its interval, e.g. '4,209 [3,754–4,310]'; without bounds (one run) the figure alone."""
     if pd.isna(value):
         return "n/a"
     if pd.isna(lo) or pd.isna(hi) or lo == hi:
@@ -39,48 +72,150 @@ def ci(value: float, lo: float, hi: float, fmt: str = ",.0f", suffix: str = "") 
     return f"{value:{fmt}}{suffix} [{lo:{fmt}}–{hi:{fmt}}]"
 
 
-def marks(row) -> str:
-    """† when the cell was not server-bound, ~ when its repetitions varied by more than NOISY_CV."""
-    return ("" if row.saturation == "server-bound" else MARK_NOT_BOUND) + (MARK_NOISY if row.noisy else "")
+def _percent(x: float) -> str:
+    """0.021 -> '2.1 %'."""
+    return f"{x * 100:.1f} %"
 
 
-def cell_table(cells: pd.DataFrame) -> str:
-    """One row per server and connection count: throughput, ELU, CPU per request, latency, ratios."""
-    head = (
-        f"| server | conn | req/s [{pct(CONFIDENCE)} CI] | ELU | us/req ELU [CI] | us/req CPU | p50 ms | p99 ms "
-        "| vs express [CI] | vs node-http | verdict |\n"
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-    )
-    rows = [
-        f"| {r.server}{marks(r)} | {r.connections} | {ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi)} "
-        f"| {r.elu_utilization:.1%} | {ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, '.1f')} "
-        f"| {r.us_per_req_cpu:.1f} | {r.latency_p50_ms:.3g} | {r.latency_p99_ms:.3g} "
-        f"| {ci(r.speedup_vs_express, r.speedup_vs_express_lo, r.speedup_vs_express_hi, '.2f', 'x')} "
-        f"| {ci(r.speedup_vs_node_http, float('nan'), float('nan'), '.2f', 'x')} | {r.saturation} |"
-        for r in cells.itertuples()
-    ]
-    return "\n".join([head, *rows])
+def twins(metrics: pd.DataFrame) -> list[str]:
+    """The A/A control's second names among the servers (node-http-aa)."""
+    return sorted({s for s in metrics["server"].astype(str) if s.endswith(TWIN_SUFFIX)})
 
 
-def share_table(metrics: pd.DataFrame) -> str:
-    """The framework's share of each server's request CPU on every workload, both models."""
-    m = headline(metrics)
-    m = m[m["server"] != "node-http"].sort_values(["server", "workload"])
-    head = (
-        "| server | workload | conn | us/req ELU | share (reference model) | share (baseline model) | vs express |\n"
-        "|---|---|---:|---:|---:|---:|---:|"
-    )
-    rows = [
-        f"| {r.server}{marks(r)} | {r.workload} | {r.connections} | {r.us_per_req_elu:.1f} | {r.share_reference:.0%} "
-        f"| {r.share_baseline:.0%} | {ci(r.speedup_vs_express, float('nan'), float('nan'), '.2f', 'x')} |"
-        for r in m.itertuples()
-    ]
-    return "\n".join([head, *rows]).replace("nan%", "n/a")
+def control_server(metrics: pd.DataFrame) -> str | None:
+    """The A/A control (the server its twin repeats), or None without one."""
+    servers = set(metrics["server"].astype(str))
+    found = [t[: -len(TWIN_SUFFIX)] for t in twins(metrics) if t[: -len(TWIN_SUFFIX)] in servers]
+    return found[0] if found else None
 
 
-def score_table(scores: pd.DataFrame) -> str:
-    head = "| server | score (node-http = 100) | workloads |\n|---|---:|---:|"
-    return "\n".join([head, *(f"| {r.server} | {r.score:.1f} | {r.workloads} |" for r in scores.itertuples())])
+def workload_title(workload: str) -> str:
+    """A workload in words: 'point-lookup: one indexed query, one ~270-byte row'."""
+    spec = WORKLOADS.get(workload)
+    return f"{workload}: {spec.description.split(':')[0]}" if spec else workload
+
+
+# --- The answer ----------------------------------------------------------------------------
+
+
+def _ratio(r, baseline: str, per_ratio_n: bool) -> str:
+    """'0.42x express's (0.40–0.44, beyond noise)' for one cell against one baseline."""
+    name = BASELINES[baseline]
+    cost = getattr(r, f"cost_{name}")
+    if pd.isna(cost):
+        return f"n/a against {baseline} (no paired rounds)"
+    lo, hi = getattr(r, f"cost_{name}_lo"), getattr(r, f"cost_{name}_hi")
+    n = int(getattr(r, f"pairs_{name}"))
+    notes = [f"{lo:.2f}–{hi:.2f}"] if pd.notna(lo) and pd.notna(hi) else []
+    if per_ratio_n or not notes:
+        notes.append(describe(n))
+    beyond = getattr(r, f"beyond_noise_{name}", pd.NA)
+    if pd.notna(beyond):
+        notes.append("beyond noise" if beyond else "within noise")
+    return f"{cost:.2f}x {baseline}'s ({', '.join(notes)})"
+
+
+def workload_answer(label: str, cells: pd.DataFrame) -> str:
+    """One sentence: each server's event-loop CPU per request against express and node-http, with intervals."""
+    servers = cells["server"].astype(str)
+    present = [b for b in ANSWER_BASELINES if b in set(servers)]
+    if not present:
+        return f"{label}: neither express nor node-http was measured, so there is no ratio to report."
+    rows = cells[~servers.str.endswith(TWIN_SUFFIX)].sort_values("us_per_req_elu", na_position="last")
+    ns = {
+        int(getattr(r, f"pairs_{BASELINES[b]}"))
+        for r in rows.itertuples()
+        for b in present
+        if b != r.server and pd.notna(getattr(r, f"cost_{BASELINES[b]}"))
+    }
+    per_ratio_n = len(ns) > 1
+    clauses = []
+    for r in rows.itertuples():
+        ratios = [_ratio(r, b, per_ratio_n) for b in present if b != r.server]
+        if not ratios:
+            continue
+        first, *rest = ratios
+        if not clauses:
+            # The first clause says what the ratio is of; the others follow its pattern.
+            first = "costs " + first.replace("'s (", "'s event-loop CPU per request (", 1)
+        clauses.append(f"{r.server} {first}" + "".join(f" and {x}" for x in rest))
+    tail = []
+    if len(ns) == 1:
+        n = ns.pop()
+        tail.append(
+            f"intervals over paired rounds, {describe(n)}"
+            if n >= 2
+            else "one round each, so no interval and no verdict against the noise floor"
+        )
+    floor = cells["noise_floor"].dropna() if "noise_floor" in cells else pd.Series(dtype=float)
+    if len(floor):
+        tail.append(f"A/A noise floor {_percent(floor.iloc[0])}")
+    else:
+        tail.append("no A/A control, so no noise floor")
+    missing = [b for b in ANSWER_BASELINES if b not in present]
+    tail += [f"{b} was not measured, so there are no ratios against it" for b in missing]
+    return f"{label}: " + "; ".join([*clauses, *tail]) + "."
+
+
+def answer(metrics: pd.DataFrame) -> list[str]:
+    """One sentence per workload at the headline connection count (closest to HEADLINE_CONNECTIONS)."""
+    if metrics.empty:
+        return ["No cell was measured."]
+    head = headline(metrics)
+    setups = head[["load_generator", "stop"]].astype(str).drop_duplicates()
+    out = []
+    for workload in ordered(head["workload"].astype(str).unique()):
+        cells = head[head["workload"].astype(str) == workload]
+        for (client, stop), group in cells.groupby([cells["load_generator"].astype(str), cells["stop"].astype(str)]):
+            label = f"**{workload}** at {group['connections'].iloc[0]} connections"
+            if len(setups) > 1:
+                label += f" ({client}, {stop})"
+            out.append(workload_answer(label, group))
+    return out
+
+
+# --- The machine ---------------------------------------------------------------------------
+
+
+def _when(stamps: pd.Series, how: str) -> str:
+    t = pd.to_datetime(stamps.astype(str), utc=True, format="ISO8601")
+    t = t.min() if how == "min" else t.max()
+    return "unknown" if pd.isna(t) else t.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def machine_state(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
+    """The state of the machine in one line, for setting two reports side by side: the control cell's CPU per
+    request on each workload, the CPU model, when the runs were measured, in how many rounds and sessions."""
+    control = control_server(metrics)
+    reference = control or ("node-http" if "node-http" in set(metrics["server"].astype(str)) else None)
+    parts = []
+    if reference:
+        head = headline(metrics)
+        rows = head[head["server"].astype(str) == reference]
+        rows = rows.set_index(rows["workload"].astype(str)).loc[ordered(rows["workload"].astype(str))]
+        figures = [
+            f"{ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, '.1f', ' µs')} on {r.Index}"
+            for r in rows.itertuples()
+        ]
+        if figures:
+            figures[0] = figures[0].replace(" on ", " of event-loop CPU per request on ", 1)
+        methods = "; ".join(sorted(set(rows["interval"].astype(str))))
+        who = f"the A/A control, {reference}," if control else f"{reference} (there is no A/A control in these runs)"
+        parts.append(f"{who} at the headline connections: {', '.join(figures)} ({methods})")
+    else:
+        parts.append("neither an A/A control nor node-http was measured, so no reference cell")
+    models = sorted(runs["cpu_model"].astype(str).unique())
+    cpus = ", ".join(sorted(runs["cpu_count"].astype(str).unique()))
+    parts.append(f"CPU {'; '.join(models)} ({cpus} logical CPUs)")
+    when = f"runs from {_when(runs['started_at'], 'min')} to {_when(runs['finished_at'], 'max')}"
+    if "repetition" in runs:
+        rounds = runs["repetition"].nunique()
+        when += f", {rounds} round{'s' if rounds != 1 else ''}"
+    if "session" in runs and runs["session"].notna().any():
+        sessions = runs["session"].dropna().nunique()
+        when += f" in {sessions} Snakemake session{'s' if sessions != 1 else ''}"
+    parts.append(when)
+    return "**Machine state**: " + "; ".join(parts) + "."
 
 
 def machine_line(runs: pd.DataFrame) -> str:
@@ -124,42 +259,354 @@ def cpu_model_warning(metrics: pd.DataFrame) -> str:
     )
 
 
-def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime) -> str:
-    """The whole summary document."""
-    present = set(metrics["workload"].astype(str))
-    order = ordered(present)
-    parts = [
-        "# Summary",
-        "",
-        machine_line(runs),
-        "",
-        *([cpu_model_warning(metrics), ""] if cpu_model_warning(metrics) else []),
-        f"Medians over repetitions with {pct(CONFIDENCE)} bootstrap intervals. "
-        "us/req ELU = ELU x 1e6 / req/s, the event-loop "
-        "CPU each request cost; us/req CPU is process CPU (also GC and thread-pool work). vs express and vs "
-        "node-http = req/s relative to that server in the same workload and connection count. "
-        f"{MARK_NOT_BOUND} = not server-bound (ELU below {pct(SERVER_BOUND_ELU)}): "
-        "that req/s says more about the client or the "
-        f"database than about the framework. {MARK_NOISY} = noisy (coefficient of variation over {pct(NOISY_CV)}).",
+def opening(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[Block]:
+    """What the report leads with: the answer per workload, the machine's state, its provenance, warnings."""
+    blocks: list[Block] = [Items(answer(metrics)), Para(machine_state(runs, metrics)), Para(machine_line(runs))]
+    if warning := cpu_model_warning(metrics):
+        blocks.append(Para(warning, "warning"))
+    return blocks
+
+
+# --- The cells -----------------------------------------------------------------------------
+
+
+def _flags(r, cross: int) -> list[str]:
+    out = []
+    if r.noisy:
+        out.append("noisy")
+    preempted = getattr(r, "preempted_runs", 0)
+    if pd.notna(preempted) and preempted > 0:
+        out.append(f"preempted ({int(preempted)} run{'s' if preempted > 1 else ''})")
+    if cross > 0:
+        out.append("cross-session")
+    mixed = (getattr(r, f"mixed_cpu_models_{n}", False) for n in BASELINES.values())
+    if any(pd.notna(m) and bool(m) for m in mixed):
+        out.append("mixed CPUs")
+    return out
+
+
+def _verdict(r) -> str:
+    reason = getattr(r, "saturation_reason", None)
+    return f"{r.saturation} ({reason})" if isinstance(reason, str) and reason else str(r.saturation)
+
+
+def _server(r, control: str | None) -> str:
+    server = str(r.server)
+    return f"{server} (A/A twin)" if control and server == control + TWIN_SUFFIX else server
+
+
+def _cross(metrics: pd.DataFrame) -> np.ndarray:
+    cols = [f"cross_session_{n}" for n in BASELINES.values() if f"cross_session_{n}" in metrics]
+    return metrics[cols].fillna(0).max(axis=1).to_numpy() if cols else np.zeros(len(metrics), dtype=int)
+
+
+def cell_table(cells: pd.DataFrame, control: str | None, with_connections: bool = False) -> Table:
+    """One row per cell, in the order given: CPU per request first, then the paired ratios, throughput, latency."""
+    columns = [
+        "server",
+        *(["conn"] if with_connections else []),
+        "flags",
+        "runs",
+        "µs/req ELU [interval]",
+        "µs/req CPU",
+        "cost vs express [interval]",
+        "cost vs node-http [interval]",
+        "req/s [interval]",
+        "ELU",
+        "p50 / p99 ms",
+        "mean ms",
+        "verdict",
     ]
-    for workload in order:
-        cells = metrics[metrics["workload"] == workload].sort_values(
-            ["connections", "req_per_s"], ascending=[True, False]
+    align = "l" + ("r" if with_connections else "") + "lrrrrrrrrrl"
+    rows, classes = [], []
+    for r, cross in zip(cells.itertuples(), _cross(cells), strict=True):
+        rows.append(
+            [
+                _server(r, control),
+                *([str(r.connections)] if with_connections else []),
+                ", ".join(_flags(r, cross)),
+                str(r.repetitions),
+                ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, ".1f"),
+                "n/a" if pd.isna(r.us_per_req_cpu) else f"{r.us_per_req_cpu:.1f}",
+                ci(r.cost_vs_express, r.cost_vs_express_lo, r.cost_vs_express_hi, ".2f", "x"),
+                ci(r.cost_vs_node_http, r.cost_vs_node_http_lo, r.cost_vs_node_http_hi, ".2f", "x"),
+                ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi),
+                f"{r.elu_utilization:.1%}",
+                f"{_ms(r.latency_p50_ms)} / {_ms(r.latency_p99_ms)}",
+                _ms(r.connections / r.req_per_s * 1000 if r.req_per_s else float("nan")),
+                _verdict(r),
+            ]
         )
-        parts += ["", f"## {workload}", "", cell_table(cells)]
+        classes.append("" if str(r.saturation) == "server-bound" else "not-bound")
+    return Table(columns, rows, align, classes)
+
+
+def _ms(value: float) -> str:
+    return "n/a" if pd.isna(value) else f"{value:.2f}"
+
+
+def by_cost(cells: pd.DataFrame) -> pd.DataFrame:
+    """Cells sorted by the headline figure, cheapest first (within each connection count)."""
+    return cells.sort_values(["connections", "us_per_req_elu"], na_position="last", kind="stable")
+
+
+def key(metrics: pd.DataFrame) -> list[str]:
+    """What every column, interval, flag and verdict in the tables means (only those that occur)."""
+    ns = set(metrics["repetitions"].astype(int))
+    for name in BASELINES.values():
+        if f"pairs_{name}" in metrics:
+            ns |= {int(n) for n in metrics[f"pairs_{name}"] if n > 0}
+    items = [
+        "**µs/req ELU**: event-loop CPU per request in microseconds (ELU x 1e6 / req/s), the headline figure: "
+        "lower is better; each table is sorted by it, cheapest first. **µs/req CPU**: process CPU (user + "
+        "system) per request, which also counts GC and thread-pool work.",
+        "**cost vs express**, **cost vs node-http**: per round, this server's event-loop CPU per request over the "
+        "baseline's in the same round, then the median over the rounds both were measured in; below 1.00x is "
+        "cheaper than the baseline.",
+        "**[lo–hi]**: a distribution-free interval for the median from order statistics, the narrowest "
+        f"[x(k), x(n+1-k)] that covers at least {pct(CONFIDENCE)}, or min-max with its own lower coverage when "
+        f"none does; n is **runs** for a figure, paired rounds for a ratio. Here: "
+        f"{'; '.join(describe(n) for n in sorted(ns))}. A figure without brackets had one run (no interval) "
+        "or identical bounds.",
+        "**req/s**: requests the server received per second of its window (throughput: higher is better, but in a "
+        "cell that is not server-bound it measures the client or the database more than the framework). "
+        "**ELU**: the server's event-loop utilization over the window.",
+    ]
+    latency = "**p50 / p99 ms**: the load generator's latency percentiles, medians over the runs; lower is better. "
+    if "autocannon" in set(metrics["load_generator"].astype(str)):
+        latency += (
+            "autocannon reports them in whole milliseconds (its histogram records integer ms, rounding down), so "
+            "0.00 means under 1 ms and a median of an even number of runs can end in .50. "
+        )
+    latency += (
+        "**mean ms**: connections / req/s, the mean latency of a closed loop (Little's law), exact to the microsecond."
+    )
+    items.append(latency)
+    cross = _cross(metrics)
+    flags = {
+        "noisy": (
+            metrics["noisy"].fillna(False).any(),
+            f"**noisy**: the runs' req/s or CPU per request varied by more than {pct(NOISY_CV)} "
+            "(coefficient of variation).",
+        ),
+        "preempted": (
+            "preempted_runs" in metrics and (metrics["preempted_runs"].fillna(0) > 0).any(),
+            "**preempted (k runs)**: k of the cell's runs were flagged as preempted (the server's CPU was taken "
+            "by something else during the window).",
+        ),
+        "cross-session": (
+            (cross > 0).any(),
+            "**cross-session**: in at least one round this cell and a baseline were measured by different "
+            "Snakemake invocations, not back to back (listed under *Pairs not measured back to back*).",
+        ),
+        "mixed CPUs": (
+            any(
+                metrics[f"mixed_cpu_models_{n}"].fillna(False).astype(bool).any()
+                for n in BASELINES.values()
+                if f"mixed_cpu_models_{n}" in metrics
+            ),
+            "**mixed CPUs**: a ratio of this cell compares runs measured on different CPU models.",
+        ),
+    }
+    items += [text for shown, text in flags.values() if shown]
+    control = control_server(metrics)
+    if control:
+        items.append(
+            f"**(A/A twin)**: {control + TWIN_SUFFIX} is {control} measured a second time in every round, from the "
+            f"same file under another name; its ratio to {control} is the noise floor (how far two identical "
+            "servers differed on this machine in this run). It is not ranked."
+        )
+    present = list(dict.fromkeys(metrics["saturation"].astype(str)))
+    known = [v for v in VERDICTS if v in present] + [v for v in present if v not in VERDICTS]
+    verdicts = "; ".join(f"**{v}**: {VERDICTS.get(v, 'see the cell’s saturation_reason')}" for v in known)
+    items.append(
+        f"**verdict**: {verdicts}. Cells that are not server-bound are greyed on the index page"
+        + ("; the deciding figures follow each verdict in brackets." if "saturation_reason" in metrics else ".")
+    )
+    return items
+
+
+def workload_tables(metrics: pd.DataFrame, workload: str, control: str | None, only_headline: bool) -> list[Block]:
+    """A workload's tables: its headline connection count, then every other count (unless only_headline)."""
+    cells = metrics[metrics["workload"].astype(str) == workload]
+    top = headline(cells)
+    blocks: list[Block] = [Heading(3, workload_title(workload))]
+    for (client, stop), group in top.groupby([top["load_generator"].astype(str), top["stop"].astype(str)]):
+        conn = group["connections"].iloc[0]
+        blocks += [
+            Para(f"At {conn} connections (the headline, closest to {HEADLINE_CONNECTIONS}), {client} {stop}:"),
+            cell_table(by_cost(group), control),
+        ]
+    rest = cells.drop(index=top.index)
+    if len(rest) and not only_headline:
+        blocks += [
+            Para("Every other connection count, cheapest first within each:"),
+            cell_table(by_cost(rest), control, with_connections=True),
+        ]
+    return blocks
+
+
+def cross_session_pairs(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFrame:
+    """Pairs of runs of one round (a cell and a baseline, or the A/A twin and its control) that different
+    Snakemake sessions measured: one row per pair of cells, with the rounds."""
+    columns = [*PEERS, "server", "baseline", "rounds"]
+    if "session" not in runs or runs["session"].isna().all():
+        return pd.DataFrame(columns=columns)
+    r = runs[[*CELL, "repetition", "session"]].dropna(subset=["session"])
+    r = r.astype({c: str for c in ["workload", "server", "load_generator", "stopping_rule", "stop", "session"]})
+    control = control_server(metrics)
+    baselines = [*BASELINES, *([control] if control and control not in BASELINES else [])]
+    found = []
+    for baseline in baselines:
+        base = r[r["server"] == baseline].drop(columns="server").rename(columns={"session": "base_session"})
+        pairs = r[r["server"] != baseline].merge(base, on=[*PEERS, "repetition"])
+        pairs = pairs[pairs["session"] != pairs["base_session"]]
+        if baseline == control and baseline not in BASELINES:
+            pairs = pairs[pairs["server"] == control + TWIN_SUFFIX]
+        found.append(pairs.assign(baseline=baseline))
+    pairs = pd.concat(found, ignore_index=True)
+    # express against node-http and node-http against express are one pair of runs.
+    first = np.where(pairs["server"] < pairs["baseline"], pairs["server"], pairs["baseline"])
+    second = np.where(pairs["server"] < pairs["baseline"], pairs["baseline"], pairs["server"])
+    pairs = pairs.assign(server=first, baseline=second).drop_duplicates([*PEERS, "server", "baseline", "repetition"])
+    if pairs.empty:
+        return pd.DataFrame(columns=columns)
+    rounds = (
+        pairs.sort_values("repetition")
+        .groupby([*PEERS, "server", "baseline"], sort=True)["repetition"]
+        .agg(lambda s: ", ".join(map(str, s)))
+        .rename("rounds")
+        .reset_index()
+    )
+    # One line per cell and rounds: "express with fastify, node-http".
+    order = {w: i for i, w in enumerate(ordered(rounds["workload"]))}
+    return (
+        rounds.groupby([*PEERS, "server", "rounds"], sort=True)["baseline"]
+        .agg(", ".join)
+        .reset_index()
+        .sort_values(["workload", "connections", "server"], key=lambda c: c.map(order) if c.name == "workload" else c)
+        .reset_index(drop=True)[columns]
+    )
+
+
+def cross_session_section(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[Block]:
+    pairs = cross_session_pairs(runs, metrics)
+    if pairs.empty:
+        return []
+    setups = pairs[["load_generator", "stop"]].drop_duplicates()
+    lines = [
+        f"{r.workload} at {r.connections} connections"
+        + (f" ({r.load_generator}, {r.stop})" if len(setups) > 1 else "")
+        + f": {r.server} with {r.baseline} (round{'s' if ',' in r.rounds else ''} {r.rounds})"
+        for r in pairs.itertuples()
+    ]
+    if len(lines) > MAX_LISTED_PAIRS:
+        lines = [*lines[:MAX_LISTED_PAIRS], f"and {len(lines) - MAX_LISTED_PAIRS:,} more pairs of cells"]
+    return [
+        Heading(2, "Pairs not measured back to back"),
+        Para(
+            "In these rounds the two cells' runs were measured by different Snakemake invocations, so the "
+            "machine may have changed between them and their ratio does not cancel that drift:"
+        ),
+        Items(lines),
+    ]
+
+
+def share_table(metrics: pd.DataFrame) -> Table:
+    """The framework's share of each server's request CPU on every workload, both models."""
+    m = headline(metrics)
+    servers = m["server"].astype(str)
+    m = m[(servers != "node-http") & ~servers.str.endswith(TWIN_SUFFIX)]
+    m = m.assign(_order=m["workload"].astype(str).map({w: i for i, w in enumerate(ordered(m["workload"]))}))
+    m = m.sort_values(["_order", "us_per_req_elu"], kind="stable")
+
+    def share(x: float) -> str:
+        return "n/a" if pd.isna(x) else f"{x:.0%}"
+
+    rows = [
+        [
+            str(r.server),
+            str(r.workload),
+            str(r.connections),
+            f"{r.us_per_req_elu:.1f}",
+            share(r.share_reference),
+            share(r.share_baseline),
+            ci(r.cost_vs_express, float("nan"), float("nan"), ".2f", "x"),
+        ]
+        for r in m.itertuples()
+    ]
+    columns = [
+        "server",
+        "workload",
+        "conn",
+        "µs/req ELU",
+        "share (reference model)",
+        "share (baseline model)",
+        "cost vs express",
+    ]
+    return Table(columns, rows, "llrrrrr")
+
+
+def score_table(scores: pd.DataFrame) -> Table:
+    rows = [[str(r.server), f"{r.score:.1f}", str(r.workloads)] for r in scores.itertuples()]
+    return Table(["server", "score (node-http = 100, higher is cheaper)", "workloads"], rows, "lrr")
+
+
+def body(
+    runs: pd.DataFrame,
+    metrics: pd.DataFrame,
+    scores: pd.DataFrame,
+    limit: int | None = None,
+    metrics_href: str | None = None,
+) -> list[Block]:
+    """The tables after the opening: every cell by workload (only the headline cells past limit cells), the pairs
+    measured apart, the framework share and the score."""
+    present = set(metrics["workload"].astype(str))
+    control = control_server(metrics)
+    only_headline = limit is not None and len(metrics) > limit
+    blocks: list[Block] = [Heading(2, "All cells"), Items(key(metrics))]
+    if only_headline:
+        where = f"[{metrics_href}]({metrics_href})" if metrics_href else "metrics.parquet"
+        blocks.append(
+            Para(
+                f"{len(metrics):,} cells are too many for one page: listed are the headline cells (the connection "
+                f"count closest to {HEADLINE_CONNECTIONS} on each workload). Every cell is in {where} and in "
+                "summary.md."
+            )
+        )
+    for workload in ordered(present):
+        blocks += workload_tables(metrics, workload, control, only_headline)
+    blocks += cross_session_section(runs, metrics)
     if FRAMEWORK_ONLY in present:
-        parts += [
-            "",
-            "## Framework share of the request's CPU",
-            "",
-            "Reference model: the framework's us/req on `empty`, held constant, over its us/req on the workload. "
-            "Baseline model: (framework us/req on `empty` minus node-http's) over its us/req on the workload. "
-            "Both are models, not measurements (see the data dictionary).",
-            "",
+        blocks += [
+            Heading(2, "Framework share of the request's CPU"),
+            Para(
+                "Reference model: the framework's CPU per request on `empty`, held constant, over its CPU per request "
+                "on the workload. Baseline model: (the framework's CPU per request on `empty` minus node-http's) over "
+                "its CPU per request on the workload. Both are models, not measurements (see the data dictionary); "
+                "a smaller framework share is better."
+            ),
             share_table(metrics),
         ]
     if len(scores):
-        parts += ["", "## Score", "", "Geometric mean over workloads of node-http's us/req over the server's.", ""]
-        parts += [score_table(scores)]
-    parts += ["", f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs.", ""]
-    return "\n".join(parts)
+        blocks += [
+            Heading(2, "Score"),
+            Para(
+                "Per server, 100 x the geometric mean over workloads of 1 / cost vs node-http (the paired per-round "
+                "ratio of event-loop CPU per request; connection counts averaged within a workload first): node-http "
+                "= 100, higher is cheaper. The A/A twin is not ranked."
+            ),
+            score_table(scores),
+        ]
+    return blocks
+
+
+def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime) -> str:
+    """The whole summary document, as Markdown."""
+    blocks = [
+        Heading(1, "Summary"),
+        *opening(runs, metrics),
+        *body(runs, metrics, scores),
+        Para(f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs."),
+    ]
+    return to_markdown(blocks)

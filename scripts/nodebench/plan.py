@@ -34,7 +34,9 @@ def twin(server: str) -> str:
 
 
 def control(config: dict) -> str | None:
-    return config.get("control") or None
+    """The A/A control's server, when config names one that the main matrix measures."""
+    c = config.get("control") or None
+    return c if c in config["servers"] else None
 
 
 def main_servers(config: dict) -> list[str]:
@@ -122,8 +124,9 @@ class Plan:
                 self.runs[(*cell, r)] = (len(self.runs), position, len(fresh))
 
     def priority(self, workload, server, connections, client, stop, round_) -> int:
-        index, _, _ = self.runs[(workload, server, int(connections), client, stop, int(round_))]
-        return FIRST_PRIORITY - index
+        """Earlier in the plan, higher; a run asked for by path outside the plan comes after all of it."""
+        found = self.runs.get((workload, server, int(connections), client, stop, int(round_)))
+        return FIRST_PRIORITY - (found[0] if found else len(self.runs))
 
     def place(self, workload, server, connections, client, stop, round_) -> tuple[int, int] | tuple[None, None]:
         """(position in its round, round size); (None, None) for a run outside the plan."""

@@ -63,16 +63,21 @@ check_servers(config["servers"])
 
 
 def check_control():
-    """The A/A control must be a measured server, and its twin's name must not be a server of its own."""
-    control = plan.control(config)
-    if not control:
-        return
-    if control not in config["servers"]:
+    """The A/A twin's name must not be a server of its own; a control the matrix does not measure is off."""
+    named = config.get("control")
+    if named and named not in available_servers():
         raise WorkflowError(
-            f"config key 'control' is {control!r}, which is not among 'servers' ({', '.join(config['servers'])}); "
-            "name one of them, or leave it empty for no A/A control"
+            f"config key 'control' is {named!r}, which has no file servers/<name>.js; "
+            f"available: {', '.join(available_servers())}, or leave it empty for no A/A control"
         )
-    if plan.twin(control) in available_servers():
+    if named and not plan.control(config):
+        print(
+            f"nodebench: the A/A control {named!r} is not among 'servers' ({', '.join(config['servers'])}): "
+            "no A/A control and no noise floor in this run",
+            file=sys.stderr,
+        )
+    control = plan.control(config)
+    if control and plan.twin(control) in available_servers():
         raise WorkflowError(
             f"config key 'control': the A/A twin's name {plan.twin(control)!r} is also servers/{plan.twin(control)}.js; "
             "rename that file"

@@ -5,9 +5,9 @@ rule measure_run:
         record="data/runs/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.json",
     log:
         "data/logs/measure/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.log",
+    priority: measure_priority
     resources:
         bench=1,
-    priority: measure_priority
     params:
         warmup_s=config["warmup_s"],
         pool_size=config["pool_size"],

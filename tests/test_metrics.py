@@ -114,7 +114,11 @@ def test_the_verdict_reads_the_median_database_and_client_set_figures():
     runs = EXPRESS_FASTIFY.assign(
         client_cpu_count=1,
         client_cpus_busy=0.97,
-        db_cpu_util=np.where(EXPRESS_FASTIFY["server"] == "node-http", np.tile([0.62, 0.65, 0.66], 2), 0.1),
+        db_cpu_util=np.where(
+            EXPRESS_FASTIFY["server"] == "node-http",
+            EXPRESS_FASTIFY["repetition"].map({1: 0.62, 2: 0.65, 3: 0.66}),
+            0.1,
+        ),
         preempted=(EXPRESS_FASTIFY["server"] == "express") & (EXPRESS_FASTIFY["repetition"] == 2),
     )
     got = metrics.compute_metrics(runs).set_index(["workload", "server"])

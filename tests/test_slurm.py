@@ -313,10 +313,10 @@ def test_kubernetes_profile_plans_every_job_without_a_cluster(tmp_path: Path):
     )
     assert res.returncode == 0, res.stdout[-4000:]
     assert planned_cells(res.stdout) == {
-        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "express", "fastify")
+        (w, s) for w in ("empty", "point-lookup") for s in ("node-http", "node-http-aa", "express", "fastify")
     }
     measure_jobs = job_blocks(res.stdout, "measure_run")
-    assert len(measure_jobs) == 6, res.stdout[-4000:]
+    assert len(measure_jobs) == 8, res.stdout[-4000:]
     for block in measure_jobs:
         # Four whole CPUs with limits equal to requests: the Guaranteed QoS class.
         assert f"threads: {threads}" in block, block

@@ -20,8 +20,10 @@ from conftest import REPO, TINY_CONFIG, leftovers, make_project, pipeline_proces
 from nodebench.harness import pgcluster, procs
 
 
-def record(project: Path, server: str, workload: str = "point-lookup", connections: int = 10) -> Path:
-    return project / "data" / "runs" / workload / server / f"c{connections}" / "autocannon-1s" / "r1.json"
+def record(
+    project: Path, server: str, workload: str = "point-lookup", connections: int = 10, client: str = "autocannon"
+) -> Path:
+    return project / "data" / "runs" / workload / server / f"c{connections}" / f"{client}-1s" / "r1.json"
 
 
 def measure_one(project: Path, server: str, *extra, connections: int = 10):
@@ -119,10 +121,10 @@ def test_unknown_workload_is_rejected(tmp_path: Path):
 
 
 def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
-    rec = record(project, "fastify")
+    rec = record(project, "fastify", client="wrk")  # the main matrix's cell
     saved = rec.read_bytes()
     # As if the run had been interrupted before this cell and everything downstream of it.
-    log = project / "data/logs/measure/point-lookup/fastify/c10/autocannon-1s/r1.log"
+    log = project / "data/logs/measure/point-lookup/fastify/c10/wrk-1s/r1.log"
     downstream = ("data/overall/runs.parquet", "reports/overall/summary.md", "reports/all")
     for path in [rec, log, *(project / p for p in downstream)]:
         path.unlink()

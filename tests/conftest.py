@@ -1,5 +1,6 @@
 """Shared fixtures: a throw-away copy of the pipeline with a tiny config, run for real once."""
 
+import contextlib
 import glob
 import os
 import shutil
@@ -158,3 +159,24 @@ def project(tmp_path_factory) -> Path:
         if line[0].isdigit():
             os.kill(int(line.split()[0]), signal.SIGKILL)
     assert not left, f"processes left running after the suite: {left}"
+
+
+@contextlib.contextmanager
+def scratch_postgres(prefix: str):
+    """A throw-away PostgreSQL from the embedded install, run as nobody; yields its port, stops it on the way out."""
+    from nodebench.harness import pgcluster, procs
+
+    user = pgcluster.run_as_account("nobody")
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    proc = None
+    try:
+        pgcluster.hand_over(scratch, user)
+        install = pgcluster.usable_install(user, scratch)
+        pgcluster.initdb(install, scratch / "pgdata")
+        port = procs.free_port()
+        proc = pgcluster.start(install, scratch / "pgdata", port, {}, scratch / "pg.log")
+        pgcluster.wait_ready(proc, port, scratch / "pg.log")
+        yield port
+    finally:
+        pgcluster.stop(proc, immediate=True)
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +15,16 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import REPO, TINY_CONFIG, leftovers, make_project, pipeline_processes, planned_cells, snakemake
+from conftest import (
+    REPO,
+    TINY_CONFIG,
+    leftovers,
+    make_project,
+    pipeline_processes,
+    planned_cells,
+    scratch_postgres,
+    snakemake,
+)
 from nodebench.harness import pgcluster, procs
 
 
@@ -189,24 +197,12 @@ def test_no_warm_up_is_allowed(project: Path):
 @pytest.fixture
 def external_postgres(tmp_path: Path):
     """A separate PostgreSQL standing in for a user's existing server (trust auth on loopback)."""
-    user = pgcluster.run_as_account("nobody")
-    scratch = Path(tempfile.mkdtemp(prefix="external-pg-"))
-    proc = None
-    try:
-        pgcluster.hand_over(scratch, user)
-        install = pgcluster.usable_install(user, scratch)
-        pgcluster.initdb(install, scratch / "pgdata")
-        port = procs.free_port()
-        proc = pgcluster.start(install, scratch / "pgdata", port, {}, scratch / "pg.log")
-        pgcluster.wait_ready(proc, port, scratch / "pg.log")
+    with scratch_postgres("external-pg-") as port:
         with psycopg.connect(pgcluster.conninfo(port), autocommit=True) as conn:
             conn.execute("CREATE DATABASE ext")
         with psycopg.connect(pgcluster.conninfo(port, dbname="ext"), autocommit=True) as conn:
             conn.execute("CREATE EXTENSION pg_stat_statements")
         yield port
-    finally:
-        pgcluster.stop(proc)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def test_existing_server_through_a_dsn(tmp_path: Path, external_postgres: int):

@@ -9,10 +9,8 @@ reads, so the drain is exercised on the real point-lookup route.
 import http.client
 import json
 import os
-import shutil
 import socket
 import struct
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -21,7 +19,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from conftest import REPO, make_project, snakemake
+from conftest import REPO, make_project, scratch_postgres, snakemake
 from nodebench.harness import errors, pgcluster, procs, seed, server, verify
 
 SERVERS = ["node-http", "express", "express-lean", "fastify", "fastify-schema"]
@@ -41,16 +39,7 @@ def servers_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def database():
     """A private PostgreSQL with the users table and its first rows; yields its port."""
-    user = pgcluster.run_as_account("nobody")
-    scratch = Path(tempfile.mkdtemp(prefix="nodebench-window-"))
-    proc = None
-    try:
-        pgcluster.hand_over(scratch, user)
-        install = pgcluster.usable_install(user, scratch)
-        pgcluster.initdb(install, scratch / "pgdata")
-        port = procs.free_port()
-        proc = pgcluster.start(install, scratch / "pgdata", port, {}, scratch / "pg.log")
-        pgcluster.wait_ready(proc, port, scratch / "pg.log")
+    with scratch_postgres("nodebench-window-") as port:
         with psycopg.connect(pgcluster.conninfo(port), autocommit=True) as conn:
             conn.execute((REPO / "sql" / "schema.sql").read_text())
             conn.execute("CREATE EXTENSION pg_stat_statements")
@@ -58,9 +47,6 @@ def database():
                 for row in seed.user_rows(10):
                     copy.write_row(row)
         yield port
-    finally:
-        pgcluster.stop(proc, immediate=True)
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class Server:

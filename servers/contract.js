@@ -11,6 +11,7 @@ const COLUMNS = 'id, username, email, full_name, city, country, bio, score, acti
 const SQL = {
   userById: `SELECT ${COLUMNS} FROM users WHERE id = $1`,
   list: `SELECT ${COLUMNS} FROM users ORDER BY id LIMIT 100`,
+  createUser: 'INSERT INTO signups (name, age) VALUES ($1, $2) RETURNING id, name, age',
 };
 
 // The `empty` workload answers this fixed object without I/O; it has the same shape
@@ -63,6 +64,149 @@ function makeHandlers(pool) {
   };
 }
 
+// --- The scenarios (scripts/nodebench/catalogue/workloads.py): answers, limits and the hand validators ---
+//
+// Fastify validates with JSON Schema (below, its native way); every other server validates
+// with these functions, plain code written once, so the comparison is of frameworks, not of
+// validation libraries. Both accept and refuse the same bodies: Fastify's Ajv runs without
+// type coercion (see FASTIFY_OPTIONS), so "3" is no integer for either.
+
+const HELLO = { hello: 'world' };
+// Routes registered for `routes-400`: ROUTES static ones (/r<i>) and ROUTES with parameters.
+const ROUTES = 200;
+const paramRoute = (i) => `/p${i}/:id/items/:item`;
+// The largest request body any server accepts (413 above it) and the most items in a bulk body.
+const BODY_LIMIT_BYTES = 100 * 1024;
+const MAX_ITEMS = 500;
+const TEA_KINDS = ['green', 'black', 'oolong'];
+// `answer-100`: 100 objects built once in memory (about 17 KB as JSON).
+const TEAS = Array.from({ length: 100 }, (_, i) => ({
+  id: i + 1,
+  name: `Tea number ${i + 1}`,
+  tags: ['leaf', TEA_KINDS[i % 3], i % 2 === 0 ? 'hot' : 'iced'],
+  price: Math.round((2.5 + i * 0.37) * 100) / 100,
+  inStock: i % 4 !== 0,
+  meta: { created: '2026-01-01T08:00:00.000Z', updated: '2026-06-01T08:00:00.000Z' },
+}));
+const MIDDLEWARES = 3;
+
+const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
+const isId = (raw) => typeof raw === 'string' && /^[0-9]{1,9}$/.test(raw);
+// Only application/json bodies are parsed (415 otherwise), as Fastify does natively.
+const isJsonType = (ctype) => typeof ctype === 'string' && /^application\/json\s*(;|$)/i.test(ctype);
+
+// Each returns null for a valid value, or the message of the 400 it gets.
+const check = {
+  user(b) {
+    if (!isObject(b)) return 'body must be a JSON object';
+    if (typeof b.name !== 'string' || b.name.length === 0) return 'name must be a non-empty string';
+    if (!Number.isInteger(b.age)) return 'age must be an integer';
+    return null;
+  },
+  teas(b) {
+    if (!isObject(b) || !Array.isArray(b.items)) return 'body must be an object with an items array';
+    if (b.items.length < 1 || b.items.length > MAX_ITEMS) return `items must hold 1 to ${MAX_ITEMS} objects`;
+    for (let i = 0; i < b.items.length; i++) {
+      const t = b.items[i];
+      if (!isObject(t)) return `items[${i}] must be an object`;
+      if (typeof t.name !== 'string' || t.name.length === 0) return `items[${i}].name must be a non-empty string`;
+      if (!TEA_KINDS.includes(t.kind)) return `items[${i}].kind must be one of ${TEA_KINDS.join(', ')}`;
+      if (!Number.isInteger(t.grams) || t.grams < 1) return `items[${i}].grams must be an integer >= 1`;
+      if (typeof t.price !== 'number' || !(t.price >= 0)) return `items[${i}].price must be a number >= 0`;
+    }
+    return null;
+  },
+};
+
+// The same rules as JSON Schema, for Fastify.
+const SCHEMAS = {
+  idParam: { type: 'object', properties: { id: { type: 'string', pattern: '^[0-9]{1,9}$' } }, required: ['id'] },
+  fieldsQuery: { type: 'object', properties: { fields: { type: 'string' } } },
+  userBody: {
+    type: 'object',
+    properties: { name: { type: 'string', minLength: 1 }, age: { type: 'integer' } },
+    required: ['name', 'age'],
+  },
+  teasBody: {
+    type: 'object',
+    properties: {
+      items: {
+        type: 'array',
+        minItems: 1,
+        maxItems: MAX_ITEMS,
+        items: {
+          type: 'object',
+          properties: {
+            name: { type: 'string', minLength: 1 },
+            kind: { enum: TEA_KINDS },
+            grams: { type: 'integer', minimum: 1 },
+            price: { type: 'number', minimum: 0 },
+          },
+          required: ['name', 'kind', 'grams', 'price'],
+        },
+      },
+    },
+    required: ['items'],
+  },
+};
+// Response schemas for fastify-schema (fast-json-stringify), one per answer.
+const RESPONSE_SCHEMAS = {
+  hello: { type: 'object', properties: { hello: { type: 'string' } } },
+  params: { type: 'object', properties: { id: { type: 'integer' }, fields: { type: 'string' } } },
+  created: { type: 'object', properties: { id: { type: 'integer' }, name: { type: 'string' }, age: { type: 'integer' } } },
+  count: { type: 'object', properties: { count: { type: 'integer' } } },
+  teas: {
+    type: 'array',
+    items: {
+      type: 'object',
+      properties: {
+        id: { type: 'integer' },
+        name: { type: 'string' },
+        tags: { type: 'array', items: { type: 'string' } },
+        price: { type: 'number' },
+        inStock: { type: 'boolean' },
+        meta: { type: 'object', properties: { created: { type: 'string' }, updated: { type: 'string' } } },
+      },
+    },
+  },
+  route: { type: 'object', properties: { route: { type: 'integer' }, id: { type: 'string' }, item: { type: 'string' } } },
+  n: { type: 'object', properties: { n: { type: 'integer' } } },
+  asyncId: { type: 'object', properties: { id: { type: 'string' } } },
+};
+// Fastify everywhere: no type coercion (the hand validators do none), the contract's body limit.
+const FASTIFY_OPTIONS = {
+  logger: false,
+  bodyLimit: BODY_LIMIT_BYTES,
+  ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
+};
+
+const NOT_FOUND = { status: 404, body: { error: 'not found' } };
+const bad = (message) => ({ status: 400, body: { error: message } });
+
+// The scenarios' work after routing, parsing and validation, as {status, body}.
+function makeScenarios(pool) {
+  return {
+    hello: () => ({ status: 200, body: HELLO }),
+    params: (rawId, fields) =>
+      isId(rawId) ? { status: 200, body: { id: Number(rawId), fields: String(fields ?? '') } } : bad('id must be a positive integer'),
+    // The small-body user is never stored: the answer always carries id 1 (create-user-db stores it).
+    createUser: (b) => ({ status: 201, body: { id: 1, name: b.name, age: b.age } }),
+    async createUserDb(b) {
+      const { rows } = await pool.query(SQL.createUser, [b.name, b.age]);
+      return { status: 201, body: rows[0] };
+    },
+    bulkTeas: (b) => ({ status: 201, body: { count: b.items.length } }),
+    teas: () => ({ status: 200, body: TEAS }),
+    staticRoute: (i) => ({ status: 200, body: { route: i } }),
+    paramRoute: (i, id, item) => ({ status: 200, body: { route: i, id, item } }),
+    middlewares: (n) => ({ status: 200, body: { n } }),
+    async later(id) {
+      await new Promise(setImmediate);
+      return { status: 200, body: { id } };
+    },
+  };
+}
+
 // How long /__elu/stop waits for the window's requests still in flight before it
 // gives up and says so (the harness then fails the run rather than report a short count).
 const DRAIN_TIMEOUT_MS = Number(process.env.NODEBENCH_DRAIN_TIMEOUT_MS || 2000);
@@ -102,8 +246,11 @@ function makeProbe(name, framework, frameworkVersion) {
     if (finished) completed += 1;
     if (w === null) return;
     w.inFlight -= 1;
-    if (finished) w.requests += 1;
-    else w.aborted += 1;
+    if (finished) {
+      w.requests += 1;
+      const code = this.statusCode;
+      w.statuses[code] = (w.statuses[code] || 0) + 1;
+    } else w.aborted += 1;
     if (w.inFlight === 0 && w.onDrained !== null) w.onDrained();
   }
   return {
@@ -127,6 +274,8 @@ function makeProbe(name, framework, frameworkVersion) {
         ru: process.resourceUsage(),
         t0: process.hrtime.bigint(),
         requests: 0,
+        // Completed responses by status code: the harness checks each is the scenario's.
+        statuses: {},
         aborted: 0,
         inFlight: 0,
         onDrained: null,
@@ -171,6 +320,7 @@ function makeProbe(name, framework, frameworkVersion) {
           mono_start_ms: Number(w.t0) / 1e6,
           mono_stop_ms: Number(t1) / 1e6,
           requests: w.requests,
+          statuses: w.statuses,
           aborted: w.aborted,
           in_flight_at_stop: inFlightAtStop,
           drain_ms: Number(t1 - drainStart) / 1e6,
@@ -196,6 +346,23 @@ function makeProbe(name, framework, frameworkVersion) {
       };
     },
   };
+}
+
+// An installed package's version, also for packages whose "exports" hide package.json (hono).
+function packageVersion(name) {
+  const fs = require('node:fs');
+  const path = require('node:path');
+  let dir = path.dirname(require.resolve(name));
+  for (;;) {
+    const file = path.join(dir, 'package.json');
+    if (fs.existsSync(file)) {
+      const pkg = JSON.parse(fs.readFileSync(file, 'utf8'));
+      if (pkg.name === name) return pkg.version;
+    }
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error(`cannot find the package.json of ${name}`);
+    dir = up;
+  }
 }
 
 // Listen on loopback, print the readiness line, close server and pool on SIGTERM.
@@ -254,6 +421,18 @@ function closeHttp(server, pool) {
 }
 
 module.exports = {
+  BODY_LIMIT_BYTES,
+  FASTIFY_OPTIONS,
+  MIDDLEWARES,
+  NOT_FOUND,
+  RESPONSE_SCHEMAS,
+  ROUTES,
+  SCHEMAS,
+  bad,
+  check,
+  isJsonType,
+  makeScenarios,
+  paramRoute,
   DRAIN_TIMEOUT_MS,
   POOL_SIZE,
   isProbe,
@@ -264,6 +443,7 @@ module.exports = {
   createPool,
   makeHandlers,
   makeProbe,
+  packageVersion,
   serve,
   listenHttp,
   closeHttp,

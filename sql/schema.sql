@@ -11,3 +11,10 @@ CREATE TABLE IF NOT EXISTS users (
     score      integer NOT NULL,
     active     boolean NOT NULL
 );
+
+-- Written by the create-user-db scenario (POST /signups): one INSERT ... RETURNING per request.
+CREATE TABLE IF NOT EXISTS signups (
+    id    serial  PRIMARY KEY,
+    name  text    NOT NULL,
+    age   integer NOT NULL
+);

@@ -18,6 +18,7 @@ ratio is what the machine's noise alone makes of two identical servers.
 import random
 
 from nodebench.catalogue.clients import Stop
+from nodebench.catalogue.workloads import WORKLOADS
 
 #: The main matrix's load generator when config does not name one.
 MAIN_CLIENT = "wrk"
@@ -86,8 +87,9 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
         stops = [Stop("duration", d).label for d in m.get("durations_s", [])]
         stops += [Stop("count", n).label for n in m.get("counts", [])]
         for workload in m["workloads"]:
+            levels = m.get("connections") or WORKLOADS[workload].connections
             for server in m["servers"]:
-                for connections in m["connections"]:
+                for connections in levels:
                     for client in m["load_generators"]:
                         for stop in stops:
                             seen[(workload, server, connections, client, stop)] = None

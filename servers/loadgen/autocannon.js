@@ -3,7 +3,7 @@
 // share one process: the window opens right before the first request and closes
 // right after the last, and this process's own CPU over the window is the load
 // generator's cost. Protocol (one JSON object per stdout line):
-//   argv[2]: {"url", "connections", "warmup_s", "duration_s"} or, for a fixed count,
+//   argv[2]: {"url", "connections", "warmup_s", "duration_s", "method", "body", "headers"} or, for a fixed count,
 //            {"url", "connections", "warmup_s", "amount"} (autocannon gives each
 //            connection amount / connections requests)
 //   -> {"event":"loaded"}        then waits for "warmup\n" on stdin
@@ -41,7 +41,7 @@ function getJson(path) {
 function run(stop, onResponse) {
   return new Promise((resolve, reject) => {
     const instance = autocannon(
-      { url: opts.url, connections: opts.connections, pipelining: 1, ...stop },
+      { url: opts.url, connections: opts.connections, pipelining: 1, method: opts.method || 'GET', body: opts.body, headers: opts.headers, ...stop },
       (err, result) => (err ? reject(err) : resolve(result)),
     );
     // Without a listener autocannon prints nothing; keep it that way (no progress bar).

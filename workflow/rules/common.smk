@@ -113,7 +113,9 @@ def check_experiments():
                     f"config {where} has no stopping rule: give durations_s, counts or both"
                 )
             for client in matrix["load_generators"]:
-                bad = problems(client, rules)
+                bad = problems(
+                    client, rules, [CATALOGUE[w] for w in matrix["workloads"]]
+                )
                 if bad:
                     raise WorkflowError(f"config {where}: {'; '.join(bad)}")
 
@@ -161,7 +163,11 @@ def code(script):
 
 # The main matrix: one load generator for duration_s seconds, the A/A control's twin beside its server.
 MAIN_STOP = plan.main_stop(config)
-_bad = problems(plan.main_client(config), {"duration": [config["duration_s"]]})
+_bad = problems(
+    plan.main_client(config),
+    {"duration": [config["duration_s"]]},
+    [CATALOGUE[w] for w in config["workloads"]],
+)
 if _bad:
     raise WorkflowError(f"config keys 'load_generator'/'duration_s': {'; '.join(_bad)}")
 MAIN_SERVERS = plan.main_servers(config)

@@ -74,7 +74,14 @@ def to_frame(records: Iterable[dict], schema: dict, batch: int = BATCH) -> pd.Da
     records = iter(records)
     parts = []
     while chunk := list(itertools.islice(records, batch)):
-        rows = [{**r, "status_counts": json.dumps(r.get("status_counts", {}), sort_keys=True)} for r in chunk]
+        rows = [
+            {
+                **r,
+                "status_counts": json.dumps(r.get("status_counts", {}), sort_keys=True),
+                "server_statuses": json.dumps(r.get("server_statuses", {}), sort_keys=True),
+            }
+            for r in chunk
+        ]
         parts.append(pd.DataFrame.from_records(rows, columns=list(types)).astype(batch_types))
         del chunk, rows
     frame = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=list(types)).astype(batch_types)

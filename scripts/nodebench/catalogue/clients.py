@@ -17,6 +17,9 @@ class Client:
     files: tuple[str, ...] = ()
     #: Threads it runs (None: one per client CPU, at most one per connection).
     threads: int | None = 1
+    #: It counts an answer whose length differs from the first one as a failure (ab), so it
+    #: cannot run a workload whose answers vary in length.
+    equal_lengths: bool = False
 
 
 CLIENTS: dict[str, Client] = {
@@ -38,7 +41,13 @@ CLIENTS: dict[str, Client] = {
             threads=None,
         ),
         # ab's -t mode is a time limit on top of a 50,000-request cap, not a duration rule.
-        Client("ab", ("count",), "apt-get install apache2-utils (Debian's package with ab)", program="ab"),
+        Client(
+            "ab",
+            ("count",),
+            "apt-get install apache2-utils (Debian's package with ab)",
+            program="ab",
+            equal_lengths=True,
+        ),
     )
 }
 #: Clients that are system programs, by name: the workflow probes for them before measuring.
@@ -66,11 +75,19 @@ class Stop:
         raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s or 100000req)")
 
 
-def problems(client: str, rules: dict) -> list[str]:
-    """Why a client cannot run the stopping rules {rule: [values]}; empty when it can."""
+def problems(client: str, rules: dict, workloads=()) -> list[str]:
+    """Why a client cannot run the stopping rules {rule: [values]} or the workloads (catalogue entries); empty
+    when it can."""
     if client not in CLIENTS:
         return [f"load generator {client!r} is unknown; available: {', '.join(CLIENTS)}"]
     found = []
+    if CLIENTS[client].equal_lengths:
+        varying = [w.name for w in workloads if w.answer_varies]
+        if varying:
+            found.append(
+                f"{client} counts answers of different lengths as failures, and workload {', '.join(varying)} "
+                "answers a new id each time; use wrk or autocannon for it"
+            )
     supported = CLIENTS[client].rules
     for rule, values in rules.items():
         if values and rule not in supported:

@@ -1,11 +1,16 @@
-"""The workload catalogue: one entry per workload, everything the pipeline needs to know about it.
+"""The workload catalogue: one entry per workload (scenario), everything the pipeline needs to know about it.
 
-Adding a workload is one entry here plus its handler in every server (see the README).
-The harness reads the request, the expected answer and the database cost from the entry;
-the analysis and the charts read the order and roles from it.
+Adding a workload is one entry here plus its route in every server (see the README).
+The harness reads the request, the expected status and answer and the database cost
+from the entry; the analysis and the charts read the order, roles and score sets from it.
 """
 
+import json
 from dataclasses import dataclass, field
+
+#: The score sets: the seed's twelve scenarios (seeds/004) and our database set.
+SEED_SET = "seed"
+DATABASE_SET = "database"
 
 
 @dataclass(frozen=True)
@@ -15,19 +20,53 @@ class Workload:
     name: str
     #: What it isolates, in one line (for a reader of the catalogue; the README's table says the same).
     description: str
-    #: The request the load generator sends (GET, keep-alive).
+    #: The request the load generator sends (keep-alive): method, path and, for a POST, a JSON body.
     path: str
     #: Queries the database must run per request the server received (checked in every run).
     queries_per_request: int
     #: The expected answer: a JSON file under servers/fixtures/ ...
     answer_fixture: str | None = None
-    #: ... or SQL that reads it from the database independently of the servers' SQL (one JSON value).
+    #: ... or SQL that reads it from the database independently of the servers' SQL (one JSON value) ...
     answer_sql: str | None = None
+    #: ... or the JSON value itself.
+    answer: object = None
+    #: How the answer is compared: "exact" (equal to the expected one), "error" (an object whose
+    #: "error" is a string: frameworks word their 400s differently) or "created" (the request
+    #: body's fields plus an integer id).
+    match: str = "exact"
     #: Requests that must be refused, with the status each must get.
     rejects: tuple[tuple[str, int], ...] = field(default_factory=tuple)
     #: Answers without I/O, so its CPU per request is the framework's alone (the share models' reference).
     framework_only: bool = False
+    method: str = "GET"
+    body: object = None
+    #: The status every answer must have; the zero-error gate counts it, and only it, as correct.
+    status: int = 200
+    #: Response headers every answer must carry, (name, value).
+    headers: tuple[tuple[str, str], ...] = ()
+    #: The connection levels it is measured at where a matrix does not name its own.
+    connections: tuple[int, ...] = (100,)
+    #: The score set it belongs to (SEED_SET, DATABASE_SET or None: in no score).
+    score_set: str | None = None
+    #: The answer's length changes from request to request (a new id each time), so the byte
+    #: check allows for it and a client that needs equal lengths (ab) cannot run it.
+    answer_varies: bool = False
+    #: The seed's column heading, for the score table set beside the seed's.
+    seed_label: str = ""
 
+    def body_bytes(self) -> bytes | None:
+        """The request body as sent: compact JSON."""
+        return None if self.body is None else json.dumps(self.body, separators=(",", ":")).encode()
+
+
+SMALL_BODY = {"name": "Mio", "age": 3}
+#: body-50's 50 items (about 2.8 KB as compact JSON).
+BULK_BODY = {
+    "items": [
+        {"name": f"Tea {i + 1:02d}", "kind": ("green", "black", "oolong")[i % 3], "grams": 25 + i, "price": 4.5 + i / 4}
+        for i in range(50)
+    ]
+}
 
 WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -47,6 +86,8 @@ WORKLOADS: dict[str, Workload] = {
             queries_per_request=1,
             answer_sql="SELECT row_to_json(u) FROM users u WHERE id = 4242",
             rejects=(("/users/abc", 400), ("/users/999999999", 404)),
+            connections=(50,),
+            score_set=DATABASE_SET,
         ),
         Workload(
             name="list",
@@ -56,6 +97,126 @@ WORKLOADS: dict[str, Workload] = {
             answer_sql=(
                 "SELECT json_agg(row_to_json(u) ORDER BY u.id) FROM (SELECT * FROM users ORDER BY id LIMIT 100) u"
             ),
+            connections=(50,),
+            score_set=DATABASE_SET,
+        ),
+        # --- The seed's twelve scenarios (seeds/004), as its public benchmark defines them ---
+        Workload(
+            name="hello",
+            description="a fixed 17-byte object: routing and serialising at its smallest",
+            path="/hello",
+            queries_per_request=0,
+            answer={"hello": "world"},
+            connections=(10, 100, 512),
+            score_set=SEED_SET,
+            seed_label="hello",
+        ),
+        Workload(
+            name="params-query",
+            description="an integer path parameter and a query string, echoed",
+            path="/people/42?fields=name",
+            queries_per_request=0,
+            answer={"id": 42, "fields": "name"},
+            rejects=(("/people/x?fields=name", 400),),
+            score_set=SEED_SET,
+            seed_label="params + query",
+        ),
+        Workload(
+            name="small-body",
+            description="a small JSON body parsed, validated (name, age) and answered 201",
+            path="/users",
+            method="POST",
+            body=SMALL_BODY,
+            status=201,
+            queries_per_request=0,
+            answer={"id": 1, **SMALL_BODY},
+            score_set=SEED_SET,
+            seed_label="small body",
+        ),
+        Workload(
+            name="body-50",
+            description="a body of 50 objects (~2.8 KB), each checked field by field",
+            path="/teas/bulk",
+            method="POST",
+            body=BULK_BODY,
+            status=201,
+            queries_per_request=0,
+            answer={"count": 50},
+            score_set=SEED_SET,
+            seed_label="body of 50",
+        ),
+        Workload(
+            name="answer-100",
+            description="100 objects built in memory (~17 KB) serialised",
+            path="/teas",
+            queries_per_request=0,
+            answer_fixture="teas.json",
+            score_set=SEED_SET,
+            seed_label="answer of 100",
+        ),
+        Workload(
+            name="routes-400",
+            description="the last of 200 parameterised routes among 400 registered, both parameters echoed",
+            path="/p199/7/items/abc",
+            queries_per_request=0,
+            answer={"route": 199, "id": "7", "item": "abc"},
+            score_set=SEED_SET,
+            seed_label="400 routes",
+        ),
+        Workload(
+            name="middleware-3",
+            description="three middlewares (hooks in Fastify) each set a header and count",
+            path="/mw",
+            queries_per_request=0,
+            answer={"n": 3},
+            headers=(("x-mw-1", "1"), ("x-mw-2", "1"), ("x-mw-3", "1")),
+            score_set=SEED_SET,
+            seed_label="3 middlewares",
+        ),
+        Workload(
+            name="async",
+            description="the handler waits one setImmediate before answering",
+            path="/async/7",
+            queries_per_request=0,
+            answer={"id": "7"},
+            score_set=SEED_SET,
+            seed_label="async",
+        ),
+        Workload(
+            name="not-found",
+            description="an unknown path: 404 with a JSON error body",
+            path="/nowhere/at/all",
+            status=404,
+            queries_per_request=0,
+            answer={"error": "not found"},
+            score_set=SEED_SET,
+            seed_label="404",
+        ),
+        Workload(
+            name="bad-request",
+            description="an invalid small body: 400 with a JSON error body",
+            path="/users",
+            method="POST",
+            body={"name": "", "age": "x"},
+            status=400,
+            queries_per_request=0,
+            match="error",
+            score_set=SEED_SET,
+            seed_label="400",
+        ),
+        # --- Our database set, beside point-lookup and list ---
+        Workload(
+            name="create-user-db",
+            description="the small body validated and inserted (INSERT ... RETURNING): + one write",
+            path="/signups",
+            method="POST",
+            body=SMALL_BODY,
+            status=201,
+            queries_per_request=1,
+            match="created",
+            answer_varies=True,
+            connections=(50,),
+            score_set=DATABASE_SET,
         ),
     )
 }
@@ -64,6 +225,11 @@ WORKLOADS: dict[str, Workload] = {
 ORDER = list(WORKLOADS)
 #: The workload whose CPU per request is the framework's alone, if the catalogue has one.
 FRAMEWORK_ONLY = next((w.name for w in WORKLOADS.values() if w.framework_only), None)
+
+
+def score_set(name: str) -> list[str]:
+    """The workloads of a score set, in catalogue order."""
+    return [w.name for w in WORKLOADS.values() if w.score_set == name]
 
 
 def ordered(names) -> list[str]:

@@ -77,14 +77,23 @@ class Target:
     connections: int
     cpus: list[int]
     scratch: Path
+    method: str = "GET"
+    #: The request body (JSON), sent with content-type application/json; None for none.
+    body: bytes | None = None
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}{self.path}"
 
+    def body_headers(self) -> str:
+        if self.body is None:
+            return ""
+        return f"Content-Length: {len(self.body)}\r\nContent-Type: application/json\r\n"
+
     def http11_request(self) -> bytes:
         """The request autocannon and wrk send (ab's differs)."""
-        return f"GET {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n\r\n".encode()
+        head = f"{self.method} {self.path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{self.body_headers()}\r\n"
+        return head.encode() + (self.body or b"")
 
 
 class Autocannon:
@@ -95,7 +104,9 @@ class Autocannon:
 
     def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, stack):
         self.target, self.stop = target, stop
-        args = {"url": target.url, "connections": target.connections, "warmup_s": warmup_s}
+        args = {"url": target.url, "connections": target.connections, "warmup_s": warmup_s, "method": target.method}
+        if target.body is not None:
+            args |= {"body": target.body.decode(), "headers": {"content-type": "application/json"}}
         args |= {"duration_s": stop.value} if stop.rule == "duration" else {"amount": int(stop.value)}
         err_path = target.scratch / "driver.err"
         # Node loads autocannon on any of the job's CPUs, beside the booting server; pin() moves
@@ -169,12 +180,18 @@ class _Program:
     def pin(self) -> None:
         """Nothing runs yet: each run starts pinned to the client's CPUs."""
 
+    def env(self) -> dict | None:
+        """The program's environment (None: this process's)."""
+        return None
+
     def _run(self, args: list[str], timeout: float, what: str) -> tuple[str, float, int, int]:
         """Run the program pinned to the client's CPUs: (stdout, seconds, user us, system us)."""
         out_path = self.target.scratch / f"{self.name}-{what}.out"
         with open(out_path, "wb") as out:
             t0 = time.monotonic()
-            proc = procs.spawn([self.program, *args], cpus=self.target.cpus, stdout=out, stderr=subprocess.STDOUT)
+            proc = procs.spawn(
+                [self.program, *args], cpus=self.target.cpus, stdout=out, stderr=subprocess.STDOUT, env=self.env()
+            )
         self.stack.callback(procs.stop, proc)
         deadline = t0 + timeout
         while True:
@@ -232,6 +249,15 @@ class Wrk(_Program):
     def request_head(self) -> bytes:
         return self.target.http11_request()
 
+    def env(self) -> dict | None:
+        # servers/loadgen/wrk-report.lua reads the scenario's method and body from these.
+        if self.target.method == "GET" and self.target.body is None:
+            return None
+        extra = {"NODEBENCH_WRK_METHOD": self.target.method}
+        if self.target.body is not None:
+            extra["NODEBENCH_WRK_BODY"] = self.target.body.decode()
+        return {**os.environ, **extra}
+
     def args(self, stop: Stop) -> list[str]:
         return [
             "-t", str(self.threads), "-c", str(self.target.connections), "-d", f"{int(stop.value)}s",
@@ -248,13 +274,21 @@ class Ab(_Program):
 
     def request_head(self) -> bytes:
         # ab speaks HTTP/1.0 with keep-alive (-k); the answer to that differs from an HTTP/1.1 one.
+        t = self.target
         return (
-            f"GET {self.target.path} HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: {self.target.host}:{self.target.port}"
+            f"{t.method} {t.path} HTTP/1.0\r\n{t.body_headers()}Connection: Keep-Alive\r\nHost: {t.host}:{t.port}"
             "\r\nUser-Agent: ApacheBench/2.3\r\nAccept: */*\r\n\r\n"
-        ).encode()
+        ).encode() + (t.body or b"")
 
     def args(self, stop: Stop) -> list[str]:
         common = ["-k", "-q", "-c", str(self.target.connections)]
+        if self.target.body is not None:
+            body_file = self.target.scratch / "ab-body.json"
+            body_file.write_bytes(self.target.body)
+            # -p sends the file's bytes as the body of a POST (-m another method).
+            common += ["-p", str(body_file), "-T", "application/json", "-m", self.target.method]
+        elif self.target.method != "GET":
+            common += ["-m", self.target.method]
         if stop.rule == "duration":  # the warm-up only: -t also caps it at 50,000 requests (ab keeps per-request stats)
             return [*common, "-t", str(int(stop.value)), self.target.url]
         return [*common, "-n", str(int(stop.value)), self.target.url]

@@ -149,7 +149,9 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     proc = server.start(opts.node, paths.server_file, env, server_cpus, server_log)
     stack.callback(procs.stop, proc)
     workload = WORKLOADS[cell.workload]
-    target = loadgen.Target("127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch)
+    target = loadgen.Target(
+        "127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch, workload.method, workload.body_bytes()
+    )
     client = loadgen.make(
         cell.load_generator, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file,
         elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
@@ -208,12 +210,14 @@ def check_window(cell: Cell, s: Started, out: dict, queries: int, answer_bytes: 
         raise RunError(f"server {cell.server} exited with status {s.proc.returncode} during the measured window")
     server.check_identity(s.port, cell.runs, s.proc.pid)
     load, elu = out["load"], out["elu"]
-    verify.check_load(load)
+    workload = WORKLOADS[cell.workload]
+    verify.check_load(load, status=workload.status)
     verify.check_elu(elu)
+    verify.check_statuses(elu.get("statuses"), workload.status)
     aborted = elu.get("aborted", 0)
     verify.check_server_requests(elu["requests"], load["requests"], cell.connections, aborted)
-    verify.check_bytes(load["bytes"], load["requests"], answer_bytes)
-    verify.check_database(queries, elu["requests"], WORKLOADS[cell.workload].queries_per_request, aborted)
+    verify.check_bytes(load["bytes"], load["requests"], answer_bytes, workload.answer_varies)
+    verify.check_database(queries, elu["requests"], workload.queries_per_request, aborted)
 
 
 def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
@@ -245,7 +249,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         log(f"server {who} verified on port {s.port}; {answer_bytes} bytes per answer to {cell.load_generator}")
         warm = s.client.warmup() or {"requests": 0}
         if opts.warmup_s > 0:
-            verify.check_load(warm, phase="warm-up")
+            verify.check_load(warm, phase="warm-up", status=workload.status)
         phases.done("warmup")
         log(f"warm-up done: {warm['requests']} requests")
         out, queries = run_window(cell, s, admin, phases)

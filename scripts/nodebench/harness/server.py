@@ -24,6 +24,18 @@ def http_get(port: int, path: str, timeout: float = 5.0) -> tuple[int, str, byte
         conn.close()
 
 
+def request(port: int, method: str, path: str, body: bytes | None = None, timeout: float = 5.0):
+    """One request as a scenario sends it: (status, headers with lower-case names, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        headers = {"content-type": "application/json"} if body is not None else {}
+        conn.request(method, path, body=body, headers=headers)
+        res = conn.getresponse()
+        return res.status, {k.lower(): v for k, v in res.getheaders()}, res.read()
+    finally:
+        conn.close()
+
+
 def get_json(port: int, path: str, expect_status: int = 200):
     """GET a path and parse its JSON answer, with RunError for anything else."""
     try:

@@ -8,30 +8,70 @@ from typing import TYPE_CHECKING
 
 from nodebench.catalogue.workloads import Workload
 from nodebench.harness.errors import RunError
-from nodebench.harness.server import get_json, http_get
+from nodebench.harness.server import http_get, request
 
 if TYPE_CHECKING:
     import psycopg
 
 
 def expected_answer(workload: Workload, admin: "psycopg.Connection", fixture: Path | None):
-    """What the workload's path must answer: its fixture file, or read independently of the server's SQL."""
+    """What the workload's path must answer: its fixture file, its literal answer, or read independently of
+    the server's SQL (None where the answer is matched by shape, not by value)."""
     if workload.answer_fixture:
         return json.loads(fixture.read_text())
+    if workload.answer is not None or workload.answer_sql is None:
+        return workload.answer
     row = admin.execute(workload.answer_sql).fetchone()
     if row is None or row[0] is None:
         raise RunError(f"the database holds no answer for {workload.name} ({workload.path}); is the template seeded?")
     return row[0]
 
 
-def verify_answers(port: int, workload: Workload, expected) -> None:
-    """The workload's answer equals what the database holds; each refused request gets its status."""
-    got = get_json(port, workload.path)
+def answer_problem(workload: Workload, status: int, headers: dict, body: bytes, expected) -> str | None:
+    """Why one answer is not the workload's (None: it is): status, content type, headers, then the body.
+
+    The same code checks every server's answer, before measuring and in the tests.
+    """
+    if status != workload.status:
+        return f"answered HTTP {status}, expected {workload.status}: {body[:200]!r}"
+    ctype = headers.get("content-type", "")
+    if not ctype.startswith("application/json"):
+        return f"answered content type {ctype!r}, expected application/json"
+    for name, value in workload.headers:
+        if headers.get(name) != value:
+            return f"answered header {name}: {headers.get(name)!r}, expected {value!r}"
+    try:
+        got = json.loads(body)
+    except ValueError:
+        return f"answered a body that is not JSON: {body[:200]!r}"
+    if workload.match == "error":
+        if not (isinstance(got, dict) and isinstance(got.get("error"), str)):
+            return f'answered {json.dumps(got)[:300]}, expected an object with an "error" string'
+        return None
+    if workload.match == "created":
+        want = {**workload.body}
+        ok = isinstance(got, dict) and isinstance(got.get("id"), int) and {k: got.get(k) for k in want} == want
+        if not ok or set(got) != {"id", *want}:
+            return f"answered {json.dumps(got)[:300]}, expected the request's {json.dumps(want)} with an integer id"
+        return None
     if got != expected:
-        raise RunError(
-            f"GET {workload.path} answered a body that differs from what the database holds:\n"
+        source = "the database holds" if workload.answer_sql else "the catalogue expects"
+        return (
+            f"answered a body that differs from what {source}:\n"
             f"  got      {json.dumps(got)[:300]}\n  expected {json.dumps(expected)[:300]}"
         )
+    return None
+
+
+def verify_answers(port: int, workload: Workload, expected) -> None:
+    """The workload's answer is right (status, content type, headers, body); each refused request gets its status."""
+    try:
+        status, headers, body = request(port, workload.method, workload.path, workload.body_bytes())
+    except OSError as e:
+        raise RunError(f"{workload.method} {workload.path} failed: {e}") from None
+    problem = answer_problem(workload, status, headers, body, expected)
+    if problem:
+        raise RunError(f"{workload.method} {workload.path} {problem}")
     for bad, status in workload.rejects:
         got_status = http_get(port, bad)[0]
         if got_status != status:
@@ -63,17 +103,27 @@ def raw_answer_size(port: int, path: str, request: bytes, timeout: float = 5.0) 
         return len(data)
 
 
-def check_load(load: dict, phase: str = "measured window") -> None:
-    """Raise RunError if the load generator saw any error, timeout or non-2xx answer."""
+def check_load(load: dict, phase: str = "measured window", status: int = 200) -> None:
+    """Raise RunError if the load generator saw any error, timeout or answer of another status than `status`.
+
+    autocannon counts each status; wrk counts answers above 399 and ab answers outside 2xx
+    (non2xx), so for them a 2xx scenario must have none and a 4xx scenario nothing else.
+    """
     problems = []
     if load["errors"]:
         problems.append(f"{load['errors']} errors")
     if load["timeouts"]:
         problems.append(f"{load['timeouts']} timeouts")
-    if load["non2xx"]:
-        bad = {k: v for k, v in (load.get("status_counts") or {}).items() if not k.startswith("2")}
-        detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
-        problems.append(f"{load['non2xx']} non-2xx responses" + (f" ({detail})" if detail else ""))
+    counts = load.get("status_counts")
+    if counts:
+        bad = {k: v for k, v in counts.items() if k != str(status)}
+        if bad:
+            detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
+            problems.append(f"{sum(bad.values())} answers of another status than {status} ({detail})")
+    elif status < 300 and load["non2xx"]:
+        problems.append(f"{load['non2xx']} non-2xx responses")
+    elif status >= 400 and load["non2xx"] != load["requests"]:
+        problems.append(f"{load['requests'] - load['non2xx']} of {load['requests']} answers were not HTTP {status}")
     if load.get("mismatches"):
         problems.append(f"{load['mismatches']} answers that differed from the expected body")
     if problems:
@@ -98,8 +148,32 @@ def check_database(queries: int, server_requests: int, per_request: int, aborted
         )
 
 
-def check_bytes(received: int, responses: int, answer_size: int) -> None:
-    """Raise RunError unless every response was as long as the verified answer (headers and body)."""
+def check_statuses(statuses: dict, status: int) -> None:
+    """Raise RunError unless every response the server completed in its window had the scenario's status."""
+    bad = {k: v for k, v in (statuses or {}).items() if str(k) != str(status)}
+    if bad:
+        seen = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(statuses.items()))
+        raise RunError(f"the server answered {seen} in its window, but every answer must be HTTP {status}")
+
+
+#: How many bytes longer than the verified one an answer that carries a new id may be (ids up to 10^9).
+VARYING_SLACK = 9
+
+
+def check_bytes(received: int, responses: int, answer_size: int, varies: bool = False) -> None:
+    """Raise RunError unless every response was as long as the verified answer (headers and body).
+
+    Where the answer carries a new id each time (varies), each may be up to VARYING_SLACK
+    bytes longer than the verified one, whose id came first and so is the shortest.
+    """
+    if varies:
+        if not responses * answer_size <= received <= responses * (answer_size + VARYING_SLACK):
+            raise RunError(
+                f"the load generator received {received} bytes in {responses} responses, outside the "
+                f"{responses * answer_size} to {responses * (answer_size + VARYING_SLACK)} that answers of "
+                f"{answer_size} bytes with growing ids can make: some answers differed from the verified one"
+            )
+        return
     if received != responses * answer_size:
         raise RunError(
             f"the load generator received {received} bytes in {responses} responses, but the verified answer is "
@@ -149,7 +223,8 @@ QUERY_COUNTER_SQL = """
 SELECT coalesce(sum(s.calls), 0)::bigint
 FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid
 WHERE d.datname = current_database()
-  AND s.query ILIKE '%from users%' AND s.query NOT ILIKE '%pg_stat_statements%'
+  AND (s.query ILIKE '%from users%' OR s.query ILIKE 'insert into signups%')
+  AND s.query NOT ILIKE '%pg_stat_statements%'
 """
 
 

@@ -1,0 +1,70 @@
+'use strict';
+// Express 5 on the contract, for every Express configuration (servers/express*.js name theirs).
+// Bodies are parsed by express.json() on the POST routes only and validated by the contract's
+// hand validators; errors (413, 400 for JSON that does not parse) are answered as JSON.
+const http = require('node:http');
+const c = require('../contract.js');
+
+// options: {name, pkg (the npm package, so a configuration can name another major), lean}
+module.exports = function start({ name, pkg = 'express', lean = false }) {
+  const express = require(pkg);
+  const pool = c.createPool();
+  const h = c.makeHandlers(pool);
+  const s = c.makeScenarios(pool);
+  const version = require(`${pkg}/package.json`).version;
+  const probe = c.makeProbe(name, 'express', version);
+
+  const app = express();
+  if (lean) {
+    app.set('etag', false);
+    app.disable('x-powered-by');
+  }
+  const reply = (res, r) => res.status(r.status).json(r.body);
+  const json = express.json({ limit: c.BODY_LIMIT_BYTES, type: () => true });
+  const onlyJson = (req, res, next) =>
+    c.isJsonType(req.headers['content-type']) ? next() : reply(res, { status: 415, body: { error: 'content type must be application/json' } });
+  const post = (check, work) => [
+    onlyJson,
+    json,
+    async (req, res) => {
+      const problem = check(req.body);
+      if (problem) return reply(res, c.bad(problem));
+      reply(res, await work(req.body));
+    },
+  ];
+
+  app.get('/static/:id', (req, res) => reply(res, h.staticUser()));
+  app.get('/users/:id', async (req, res) => reply(res, await h.user(req.params.id)));
+  app.get('/list', async (req, res) => reply(res, await h.list()));
+  app.get('/hello', (req, res) => reply(res, s.hello()));
+  app.get('/people/:id', (req, res) => reply(res, s.params(req.params.id, req.query.fields)));
+  app.post('/users', ...post(c.check.user, s.createUser));
+  app.post('/signups', ...post(c.check.user, s.createUserDb));
+  app.post('/teas/bulk', ...post(c.check.teas, s.bulkTeas));
+  app.get('/teas', (req, res) => reply(res, s.teas()));
+  for (let i = 0; i < c.ROUTES; i++) {
+    app.get(`/r${i}`, (req, res) => reply(res, s.staticRoute(i)));
+    app.get(c.paramRoute(i), (req, res) => reply(res, s.paramRoute(i, req.params.id, req.params.item)));
+  }
+  const middlewares = Array.from({ length: c.MIDDLEWARES }, (_, i) => (req, res, next) => {
+    res.set(`x-mw-${i + 1}`, '1');
+    req.mw = (req.mw || 0) + 1;
+    next();
+  });
+  app.get('/mw', ...middlewares, (req, res) => reply(res, s.middlewares(req.mw)));
+  app.get('/async/:id', async (req, res) => reply(res, await s.later(req.params.id)));
+  app.get('/__whoami', (req, res) => res.json(probe.whoami()));
+  app.get('/__elu/start', (req, res) => res.json(probe.eluStart()));
+  app.get('/__elu/stop', async (req, res) => reply(res, await probe.eluStop()));
+  app.get('/__elu/sample', (req, res) => res.json(probe.sample()));
+  app.use((req, res) => reply(res, c.NOT_FOUND));
+  // Express's own error handler answers HTML; the contract answers JSON with the error's status.
+  // eslint-disable-next-line no-unused-vars
+  app.use((err, req, res, next) => {
+    const status = err.status >= 400 && err.status < 500 ? err.status : 500;
+    reply(res, { status, body: { error: status === 500 ? err.message : err.type || err.message } });
+  });
+
+  const server = http.createServer(app);
+  c.serve({ name, server, probe, listen: c.listenHttp(server), close: c.closeHttp(server, pool) });
+};

@@ -35,6 +35,7 @@ localrules:
     compute_metrics,
     compute_scores,
     compute_stopping,
+    compute_scenarios,
     plot_chart,
     write_summary,
     build_index_page,

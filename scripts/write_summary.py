@@ -14,7 +14,10 @@ def main(sm) -> None:
     if "stopping" in sm.input.keys():
         runs = pd.read_parquet(sm.input.runs)
         stopping = pd.read_parquet(sm.input.stopping)
-        text = experiment_report.render(sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now)
+        scenarios = pd.read_parquet(sm.input.scenarios) if "scenarios" in sm.input.keys() else None
+        text = experiment_report.render(
+            sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now, scenarios=scenarios
+        )
     else:
         # The main matrix's summary reads only the runs' provenance and sessions (and counts them).
         runs = pd.read_parquet(sm.input.runs, columns=markdown.RUN_COLUMNS)

@@ -60,6 +60,15 @@ experiments:
         connections: [10]
         load_generators: [ab]
         counts: [2000]
+  # Scenarios scored against node-http (tests/test_scenarios.py builds it; reports/all does not).
+  tiny-scenarios:
+    rounds: 2
+    matrices:
+      - servers: [node-http, hono]
+        workloads: [hello, not-found, small-body, create-user-db]
+        connections: [10]
+        load_generators: [wrk]
+        durations_s: [1]
 """
 
 

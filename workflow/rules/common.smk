@@ -287,10 +287,22 @@ def reference_runs(wildcards):
     return []
 
 
+def scored(scope):
+    """An experiment scores its servers against node:http when it measures node:http on scenarios of a score set."""
+    if scope not in EXPERIMENTS:
+        return False
+    return any(
+        "node-http" in m["servers"]
+        and len(m["servers"]) > 1
+        and any(CATALOGUE[w].score_set for w in m["workloads"])
+        for m in EXPERIMENTS[scope]["matrices"]
+    )
+
+
 def experiment_charts(name):
     """Charts an experiment gets, from what its matrices measure."""
     matrices = EXPERIMENTS[name]["matrices"]
-    charts = []
+    charts = ["scenario-heatmap", "scenario-score"] if scored(name) else []
     if any(m.get("counts") and m.get("durations_s") for m in matrices):
         charts.append("stopping-rule")
     if any(len(m.get("durations_s", [])) >= 3 for m in matrices):
@@ -336,15 +348,21 @@ def chart_tables(wildcards):
     }
 
 
-def summary_inputs(wildcards):
-    scope = wildcards.scope
+def scope_tables(scope):
+    """The tables a scope's summary is written from."""
     tables = ["runs", "metrics", "stopping" if scope in EXPERIMENTS else "scores"]
-    return {t: f"data/{scope}/{t}.parquet" for t in tables}
+    return tables + ["scenarios"] if scored(scope) else tables
+
+
+def summary_inputs(wildcards):
+    return {
+        t: f"data/{wildcards.scope}/{t}.parquet" for t in scope_tables(wildcards.scope)
+    }
 
 
 def scope_outputs(scope):
     """Everything a scope's manifest lists."""
-    tables = ["runs", "metrics", "stopping" if scope in EXPERIMENTS else "scores"]
+    tables = scope_tables(scope)
     return [
         *scope_records(scope),
         *(f"data/{scope}/{t}.parquet" for t in tables),

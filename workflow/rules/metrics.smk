@@ -41,3 +41,19 @@ rule compute_stopping:
         experiment="|".join(map(re.escape, EXPERIMENTS)) or "(?!)",
     script:
         "../../scripts/compute_stopping.py"
+
+
+# The scenario score (geometric mean against node:http), for experiments that measure a score set.
+rule compute_scenarios:
+    input:
+        runs="data/{experiment}/runs.parquet",
+        code=code("compute_scenarios.py"),
+    output:
+        scenarios="data/{experiment}/scenarios.parquet",
+    log:
+        "data/logs/compute_scenarios/{experiment}.log",
+    wildcard_constraints:
+        experiment="|".join(map(re.escape, [e for e in EXPERIMENTS if scored(e)]))
+        or "(?!)",
+    script:
+        "../../scripts/compute_scenarios.py"

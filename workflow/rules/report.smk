@@ -22,6 +22,13 @@ rule build_index_page:
         page="reports/{scope}/index.html",
     log:
         "data/logs/build_index_page/{scope}.log",
+    params:
+        # The whole matrix's page links every experiment's page.
+        elsewhere=lambda wc: (
+            [(n, e.get("description", "")) for n, e in EXPERIMENTS.items()]
+            if wc.scope == "overall"
+            else []
+        ),
     script:
         "../../scripts/build_index_page.py"
 

@@ -119,7 +119,9 @@ def check_load(load: dict, phase: str = "measured window", status: int = 200) ->
         bad = {k: v for k, v in counts.items() if k != str(status)}
         if bad:
             detail = ", ".join(f"{v} x HTTP {k}" for k, v in sorted(bad.items()))
-            problems.append(f"{sum(bad.values())} answers of another status than {status} ({detail})")
+            only_non2xx = status < 300 and not any(k.startswith("2") for k in bad)
+            what = "non-2xx responses" if only_non2xx else f"answers of another status than {status}"
+            problems.append(f"{sum(bad.values())} {what} ({detail})")
     elif status < 300 and load["non2xx"]:
         problems.append(f"{load['non2xx']} non-2xx responses")
     elif status >= 400 and load["non2xx"] != load["requests"]:

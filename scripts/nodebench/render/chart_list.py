@@ -26,6 +26,8 @@ CHART_LIST = {
     "stopping-rule": ChartSpec(("stopping",), "experiment", "Fixed duration against fixed count"),
     "duration-sweep": ChartSpec(("runs", "stopping"), "experiment", "Reported throughput against the run's length"),
     "load-generators": ChartSpec(("metrics",), "experiment", "The same cells under each load generator"),
+    "scenario-heatmap": ChartSpec(("scenarios",), "experiment", "Each scenario against bare node:http"),
+    "scenario-score": ChartSpec(("scenarios",), "experiment", "Each server's score over the scenarios, with its range"),
 }
 #: The files each chart is saved as.
 EXTENSIONS = ("png", "svg", "html", "vl.json")

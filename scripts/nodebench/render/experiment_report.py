@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from nodebench.analysis import scenarios as sc
 from nodebench.analysis.experiments import (
     GROUP,
     VERDICTS,
@@ -300,14 +301,108 @@ def interval_note(metrics: pd.DataFrame) -> str:
     )
 
 
+def _range(r) -> str:
+    return f"{r['median']:.1f} [{r['lo']:.1f}–{r['hi']:.1f}]" if r["hi"] > r["lo"] else f"{r['median']:.1f}"
+
+
+def scenario_markdown(t: pd.DataFrame, score_set: str) -> list[str]:
+    """The score table in the seed's shape: per server its score from CPU and from req/s, then each scenario's %."""
+    scores = t[(t["kind"] == "score") & (t["score_set"] == score_set)]
+    cells = t[(t["kind"] == "cell") & (t["score_set"] == score_set) & (t["basis"] == "cpu")]
+    if scores.empty:
+        return []
+    names = sc.order(cells["cell"])
+    cpu = scores[scores["basis"] == "cpu"].set_index("server")
+    rps = scores[scores["basis"] == "rps"].set_index("server")
+    seed = score_set == sc.SEED_SET
+    head = "| server | score from CPU/req [min–max] | score from req/s [min–max] |" + (
+        " seed's published score |" if seed else ""
+    )
+    head += "".join(f" {n} |" for n in names)
+    rule = "|---|---:|---:|" + ("---:|" if seed else "") + "---:|" * len(names)
+    rows = []
+    for server in cpu.sort_values("median", ascending=False).index:
+        c = cells[cells["server"] == server].set_index("cell")["median"]
+        row = f"| {server} | {_range(cpu.loc[server])} | {_range(rps.loc[server]) if server in rps.index else 'n/a'} |"
+        if seed:
+            published = sc.SEED_PUBLISHED.get(server)
+            row += f" {published:.1f} |" if published is not None else " not in the seed |"
+        row += "".join(f" {c[n]:.0f} % |" if n in c else " n/a |" for n in names)
+        rows.append(row)
+    return [head, rule, *rows]
+
+
+def scenario_paragraphs(t: pd.DataFrame, score_set: str) -> list[str]:
+    """One sentence per server: where it is furthest above and below its own score, and how its two scores differ."""
+    out = []
+    scores = t[(t["kind"] == "score") & (t["score_set"] == score_set)]
+    cpu = scores[scores["basis"] == "cpu"].set_index("server")
+    rps = scores[scores["basis"] == "rps"].set_index("server")
+    for server in cpu.sort_values("median", ascending=False).index:
+        if server == sc.BASELINE:
+            continue
+        found = sc.furthest(t, server, score_set)
+        if found is None:
+            continue
+        best, best_pct, worst, worst_pct = found
+        score = cpu.loc[server, "median"]
+        text = (
+            f"**{server}** scores {score:.1f} from CPU per request: furthest above that in *{best}* ({best_pct:.0f} % "
+            f"of node:http) and furthest below in *{worst}* ({worst_pct:.0f} %)."
+        )
+        if server in rps.index:
+            r = rps.loc[server, "median"]
+            gap = r - score
+            text += f" From req/s it scores {r:.1f}" + (
+                f", {abs(gap):.1f} points {'higher' if gap > 0 else 'lower'}: the two part where a server is not "
+                "saturated, since req/s then follows the pace the database or the client sets, not the server's cost."
+                if abs(gap) >= 5
+                else ", within 5 points of it."
+            )
+        out.append(text)
+    return out
+
+
+def scenario_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    parts = []
+    rounds = int(t["rounds"].max()) if len(t) else 0
+    for score_set, title in ((sc.SEED_SET, "The seed's twelve scenarios"), (sc.DATABASE_SET, "The database set")):
+        table = scenario_markdown(t, score_set)
+        if not table:
+            continue
+        parts += [
+            "",
+            f"## Score: {title}",
+            "",
+            f"Score: the geometric mean over the set's scenarios of node:http's figure against the server's, node:http "
+            f"= 100, higher is better (seed 004's definition, so no single scenario can carry or sink a server). "
+            f"*From CPU/req*: node:http's event-loop CPU per request over the server's; *from req/s*: the server's "
+            f"req/s over node:http's, the seed's own definition. Each ratio pairs two runs of the same round; the "
+            f"figure is the median over {rounds} rounds and [min–max] the range over them, which is not a confidence "
+            f"interval (for the median of {rounds}: {describe(rounds)}). The scenario columns are the CPU/req "
+            "percentage against node:http.",
+        ]
+        if score_set == sc.SEED_SET:
+            parts += [
+                "",
+                "*Seed's published score*: seeds/004, from req/s on one 4-core GitHub runner (median of three runs, "
+                "15 s per scenario); quoted, not measured here. Set beside ours it compares orders, not values.",
+            ]
+        parts += ["", *table]
+        for paragraph in scenario_paragraphs(t, score_set):
+            parts += ["", paragraph]
+    return parts
+
+
 def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFrame, stopping: pd.DataFrame,
-           generated_at: datetime) -> str:  # fmt: skip
+           generated_at: datetime, scenarios: pd.DataFrame | None = None) -> str:  # fmt: skip
     cpu_model = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
     parts = [f"# Experiment: {name}", ""]
     if description:
         parts += [description, ""]
     parts += [
         machine_line(runs),
+        *(scenario_sections(scenarios, runs) if scenarios is not None and len(scenarios) else []),
         "",
         "req/s in the tables below is the server's own (requests it received over its ELU window) unless a column "
         "says *reported*, which is the figure the load generator itself prints. Medians over rounds; "

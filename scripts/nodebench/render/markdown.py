@@ -30,8 +30,8 @@ PROVENANCE = [
     "host",
     "kernel",
     "node_version",
-    "express_version",
-    "fastify_version",
+    "framework",
+    "framework_version",
     "pg_version",
     "postgres_version",
     "database_mode",
@@ -230,11 +230,18 @@ def machine_line(runs: pd.DataFrame) -> str:
 
     return (
         f"Measured on {every('cpu_model')} ({every('cpu_count')} logical CPUs, host {every('host')}, "
-        f"Linux {every('kernel')}) with Node.js {every('node_version')}, express {every('express_version')}, "
-        f"fastify {every('fastify_version')}, pg {every('pg_version')}, PostgreSQL {every('postgres_version')} "
+        f"Linux {every('kernel')}) with Node.js {every('node_version')}, {frameworks(runs)}, "
+        f"pg {every('pg_version')}, PostgreSQL {every('postgres_version')} "
         f"({every('database_mode')}) and {clients(runs)}; runs from "
         f"{runs['started_at'].min()} to {runs['finished_at'].max()} (pipeline {every('pipeline_commit')})."
     )
+
+
+def frameworks(runs: pd.DataFrame) -> str:
+    """'express 5.3.0, fastify 5.12.8, hono 4.13.19': every framework the servers ran, with every version."""
+    pairs = runs[["framework", "framework_version"]].astype(str).drop_duplicates()
+    named = [f"{f} {v}" for f, v in sorted(pairs.itertuples(index=False)) if f != "node:http"]
+    return ", ".join(named) or "node:http only"
 
 
 def clients(runs: pd.DataFrame) -> str:

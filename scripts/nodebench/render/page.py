@@ -76,12 +76,14 @@ def render(
     summary_md: str = "",
     metrics_href: str | None = None,
     summary_href: str = "summary.md",
+    elsewhere: list[tuple[str, str, str]] = (),
 ) -> str:
     """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart.
 
     With scores (the main matrix, a workload) the page is written from the data, as the
     summary is; without (an experiment) from the experiment's summary.md. metrics_href and
     summary_href: where the whole metrics table and summary.md are, relative to the page.
+    elsewhere: the other reports, (name, href relative to the page, what it asks), linked at the end.
     """
     charts, embeds = chart_blocks(specs)
     if scores is not None:
@@ -95,6 +97,11 @@ def render(
     if metrics_href:
         where.append(f"every cell's figures: [{metrics_href}]({metrics_href})")
     rest = [*rest, Para("; ".join(where) + ".")]
+    if elsewhere:
+        links = "; ".join(f"[{name}]({href}) ({what})" for name, href, what in elsewhere)
+        rest.append(
+            Para(f"The experiments, each built by its own target (`snakemake --cores 1 reports/<name>/all`): {links}.")
+        )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>{STYLE}</style>

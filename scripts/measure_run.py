@@ -3,13 +3,14 @@
 import json
 import os
 import sys
+from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
 from nodebench import plan
 from nodebench.catalogue.clients import Stop
-from nodebench.harness import procs
-from nodebench.harness.errors import DatabaseError, PortInUseError, RunError
+from nodebench.harness import attempts, procs, storage
+from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError
 from nodebench.harness.measure import Cell, Options, Paths, measure
 from nodebench.harness.record import check_record
 
@@ -34,37 +35,65 @@ def main(sm) -> None:
         run_schema=Path(i.run_schema),
     )
     out = Path(sm.output.record)
-    with open(sm.log[0], "w") as logf:
+    log_path = Path(sm.log[0])
+    # Snakemake counts a job's attempts from 1 (workflow/rules/measure.smk hands the number over).
+    attempt = int(getattr(sm.resources, "attempt", 1) or 1)
+    before = attempts.earlier(log_path, attempt)
+    try:
+        logf = open(log_path, "w")
+    except OSError as e:
+        print(f"[measure] FAILED {cell.label()}: {storage.describe(log_path, e)}", file=sys.stderr, flush=True)
+        raise SystemExit(1) from None
+    with logf:
+        logf.write(attempts.preamble(before))
 
         def log(msg):
-            print(f"{datetime.now().isoformat(timespec='milliseconds')} {msg}", file=logf, flush=True)
+            with suppress(OSError):  # a full disk: the message still reaches Snakemake's output
+                print(f"{datetime.now().isoformat(timespec='milliseconds')} {msg}", file=logf, flush=True)
 
         def progress(msg):
             log(msg)
             print(f"[measure] {msg}", file=sys.stderr, flush=True)
 
-        def fail(e):
-            log(f"error: {e}")
-            print(f"[measure] FAILED {cell.label()}: {e}", file=sys.stderr, flush=True)
+        def fail(e, message=None):
+            message = message or str(e)
+            transient = attempts.transient(e)
+            verdict = "transient" if transient else "not transient, not retried"
+            log(f"FAILED (attempt {attempt}, {verdict}): {message}")
+            print(f"[measure] FAILED {cell.label()} (attempt {attempt}, {verdict}): {message}", file=sys.stderr)
+            with suppress(OSError):
+                attempts.save(log_path, attempt, message, transient, before)
             raise SystemExit(1) from None
 
+        if before and not before[-1]["transient"]:
+            fail(RunError(), f"attempt {before[-1]['attempt']} failed, and that is not retried: {before[-1]['error']}")
         try:
+            # Before anything is measured: a read-only or full data/ fails here, naming the directory.
+            storage.probe(out.parent)
             record = measure(cell, opts, paths, log, progress)
             position, size = plan.Plan(sm.config).place(
                 wc.workload, wc.server, wc.connections, wc.loadgen, wc.stop, wc.rep
             )
-            record |= {"round_position": position, "round_size": size, "session": os.environ.get("NODEBENCH_SESSION")}
+            record |= {
+                "round_position": position,
+                "round_size": size,
+                "session": os.environ.get("NODEBENCH_SESSION"),
+                "attempt": attempt,
+                "retried_after": before[-1]["error"] if before else None,
+            }
             check_record(record, paths.run_schema)
-        except (RunError, DatabaseError, PortInUseError) as e:
+            storage.write_atomically(out, json.dumps(record, indent=1) + "\n")
+        except (RunError, DatabaseError, PortInUseError, StorageError) as e:
             fail(e)
         except Exception as e:
             psycopg = sys.modules.get("psycopg")
             if psycopg is not None and isinstance(e, psycopg.Error):
                 fail(DatabaseError(f"database error: {e}"))
+            log(f"FAILED (attempt {attempt}, transient): {type(e).__name__}: {e}")
+            with suppress(OSError):
+                attempts.save(log_path, attempt, f"{type(e).__name__}: {e}", attempts.transient(e), before)
             raise
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record, indent=1) + "\n")
-        tmp.replace(out)
+    attempts.forget(log_path)
 
 
 if "snakemake" in globals():

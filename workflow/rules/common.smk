@@ -11,7 +11,7 @@ sys.path.insert(0, SCRIPTS)
 os.environ["PYTHONPATH"] = os.pathsep.join(
     filter(None, [SCRIPTS, os.environ.get("PYTHONPATH")])
 )
-from nodebench import codegraph, plan  # noqa: E402
+from nodebench import codegraph, plan, recovery  # noqa: E402
 from nodebench.catalogue.clients import CLIENTS, PROGRAMS, Stop, problems  # noqa: E402
 from nodebench.catalogue.workloads import (
     FRAMEWORK_ONLY,
@@ -19,6 +19,8 @@ from nodebench.catalogue.workloads import (
 )  # noqa: E402
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS  # noqa: E402
 from nodebench.catalogue import thresholds  # noqa: E402
+from nodebench.harness import storage, workspace  # noqa: E402
+from nodebench.harness.errors import StorageError  # noqa: E402
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
 # Shared code in servers/ that is not a server configuration; names with other
@@ -249,6 +251,11 @@ def measure_inputs(wildcards):
     return inputs
 
 
+def attempt_number(wildcards, attempt):
+    """Which attempt of its job this is, from 1 (Snakemake passes it to resources only)."""
+    return attempt
+
+
 def database_params():
     """The database settings a measurement depends on."""
     return {k: config["database"][k] for k in ("dsn", "run_as", "settings")}
@@ -258,6 +265,30 @@ def database_params():
 
 WORKLOADS = list(config["workloads"])
 SCOPES = ["overall", *WORKLOADS, *EXPERIMENTS]
+
+
+def say(line):
+    print(f"nodebench: {line}", file=sys.stderr)
+
+
+# A manifest that lists a file which is gone (a record removed by a re-measuring job that
+# was killed) is removed, so that its job is due and Snakemake rebuilds what is missing
+# and everything after it; otherwise the run would find nothing to do.
+if workflow.is_main_process:
+    recovery.drop_false_manifests(
+        ["reports/all", *(f"reports/{s}/all" for s in SCOPES)], say
+    )
+
+
+onstart:
+    # After a hard kill: a dead job's scratch space, and whatever of it still runs.
+    workspace.sweep(workspace.bases(config["scratch_dir"]), say)
+    # A read-only or full data/ or reports/ is an error that names it, before any job.
+    try:
+        for directory in ("data", "data/runs", "data/logs", "reports"):
+            storage.probe(Path(directory))
+    except StorageError as e:
+        raise WorkflowError(f"{e}; nothing was run") from None
 
 
 wildcard_constraints:

@@ -6,8 +6,13 @@ rule measure_run:
     log:
         "data/logs/measure/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.log",
     priority: measure_priority
+    # A cell whose processes did not start is measured once more; a failed check is not
+    # (the job fails at once on its second attempt; scripts/nodebench/harness/attempts.py).
+    retries: 1
     resources:
         bench=1,
+        # Not a limit: hands the job its attempt number, which goes into the record.
+        attempt=attempt_number,
     params:
         warmup_s=config["warmup_s"],
         pool_size=config["pool_size"],

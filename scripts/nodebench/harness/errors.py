@@ -1,13 +1,37 @@
-"""Why a job is not a result: each error's message is what the user reads."""
+"""Why a job is not a result: each error's message is what the user reads.
+
+`transient` says whether a second attempt of the job may succeed (workflow/rules/measure.smk
+retries a measurement once): a process that did not start, a port or a database that was not
+there, yes; a failed check of what the server answered or of the measured window, no: that is
+a result about the server, and another try must not turn it into a pass.
+"""
 
 
 class RunError(RuntimeError):
     """A measurement that is not a result: the job fails with this message."""
 
+    transient = False
+
+
+class StartError(RunError):
+    """The server or the load generator did not come up."""
+
+    transient = True
+
 
 class DatabaseError(RuntimeError):
     """PostgreSQL could not be prepared, started or reached."""
 
+    transient = True
+
 
 class PortInUseError(RuntimeError):
     """Something is already listening on the port a job wanted."""
+
+    transient = True
+
+
+class StorageError(RuntimeError):
+    """A job cannot write where its output goes (read-only, full, no permission): fix that, then rerun."""
+
+    transient = False

@@ -8,7 +8,6 @@ the database driver while all three boot. Every phase's wall time goes into the 
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
@@ -17,8 +16,8 @@ from pathlib import Path
 
 from nodebench.catalogue.clients import Stop
 from nodebench.catalogue.workloads import WORKLOADS
-from nodebench.harness import hostsample, loadgen, pgcluster, procs, record, server, verify
-from nodebench.harness.errors import RunError
+from nodebench.harness import hostsample, loadgen, pgcluster, procs, record, server, verify, workspace
+from nodebench.harness.errors import RunError, StartError
 from nodebench.harness.procs import tail
 
 
@@ -126,7 +125,8 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     server_cpus, client_cpus = cpus
     port, db_port = ports(opts)
     dsn = opts.database.get("dsn") or ""
-    scratch = Path(tempfile.mkdtemp(prefix="nodebench-", dir=pgcluster.scratch_base(opts.scratch_dir)))
+    # Its owner file lets the next job remove it, should this one be killed before it can.
+    scratch = workspace.create(pgcluster.scratch_base(opts.scratch_dir), cell.label())
     stack.callback(shutil.rmtree, scratch, ignore_errors=True)
     if dsn:
         from nodebench.harness.database import dsn_environment
@@ -148,6 +148,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     server_log = scratch / "server.log"
     proc = server.start(opts.node, paths.server_file, env, server_cpus, server_log)
     stack.callback(procs.stop, proc)
+    workspace.adopt(scratch, "server", proc.pid)
     workload = WORKLOADS[cell.workload]
     target = loadgen.Target(
         "127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch, workload.method, workload.body_bytes()
@@ -160,6 +161,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     if cluster is not None:
         stack.callback(cluster.stop)
         cluster.start()
+        workspace.adopt(scratch, "postgres", cluster.proc.pid)
     mode = "dsn" if dsn else "embedded"
     log(f"server {cell.server}, load generator {cell.load_generator} and database ({mode}) starting")
     import psycopg  # noqa: F401  (here: it loads while the three processes boot)
@@ -236,7 +238,12 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         # One measurement at a time on this machine, whichever checkout, user or Snakemake started it.
         stack.enter_context(procs.one_measurement_per_machine(cell.label(), progress))
         phases.done("lock")
-        s = start(cell, opts, paths, (server_cpus, client_cpus), stack, log)
+        for line in workspace.sweep(workspace.bases(opts.scratch_dir)):
+            progress(line)
+        try:
+            s = start(cell, opts, paths, (server_cpus, client_cpus), stack, log)
+        except RunError as e:  # a server or load generator that did not come up: worth one more attempt
+            raise StartError(str(e)) from None
         phases.done("start")
         import psycopg
 

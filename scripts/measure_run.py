@@ -18,12 +18,14 @@ from nodebench.harness.record import check_record
 def main(sm) -> None:
     procs.unwind_on_signals()
     wc, p, i = sm.wildcards, sm.params, sm.input
+    # The DSN from config: params are stored in .snakemake/metadata, so they hold it without its password.
+    database = {**p.database, "dsn": sm.config["database"]["dsn"] or ""}
     cell = Cell(
         wc.server, wc.workload, int(wc.connections), int(wc.rep), wc.loadgen, Stop.parse(wc.stop),
         plan.server_file(wc.server, sm.config),
     )  # fmt: skip
     opts = Options(
-        float(p.warmup_s), int(p.pool_size), int(p.server_port), dict(p.database), str(p.scratch_dir), str(p.node),
+        float(p.warmup_s), int(p.pool_size), int(p.server_port), database, str(p.scratch_dir), str(p.node),
         bool(p.allow_shared_cpu),
     )  # fmt: skip
     paths = Paths(

@@ -8,8 +8,9 @@ from nodebench.harness.errors import DatabaseError
 
 
 def main(sm) -> None:
+    # The DSN from config, not params: params are stored in .snakemake/metadata, so they hold it without its password.
     try:
-        info = prepare_external(sm.params.dsn, Path(sm.input.schema).read_text(), int(sm.params.rows))
+        info = prepare_external(sm.config["database"]["dsn"], Path(sm.input.schema).read_text(), int(sm.params.rows))
     except DatabaseError as e:
         Path(sm.log[0]).write_text(f"error: {e}\n")
         raise SystemExit(f"prepare_external_database: {e}") from None

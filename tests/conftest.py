@@ -172,20 +172,30 @@ def project(tmp_path_factory) -> Path:
 
 @contextlib.contextmanager
 def scratch_postgres(prefix: str):
-    """A throw-away PostgreSQL from the embedded install, run as nobody; yields its port, stops it on the way out."""
+    """A throw-away PostgreSQL from the embedded install, run as nobody; yields its port, stops it on the way out.
+
+    Like a job's, it takes only password connections: its superuser's password is in
+    PGPASSWORD while it runs, where libpq (and so psycopg, and Snakemake's jobs) find it.
+    """
     from nodebench.harness import pgcluster, procs
 
     user = pgcluster.run_as_account("nobody")
     scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    password, saved = pgcluster.new_password(), os.environ.get("PGPASSWORD")
     proc = None
     try:
         pgcluster.hand_over(scratch, user)
         install = pgcluster.usable_install(user, scratch)
-        pgcluster.initdb(install, scratch / "pgdata")
+        pgcluster.initdb(install, scratch / "pgdata", password)
         port = procs.free_port()
         proc = pgcluster.start(install, scratch / "pgdata", port, {}, scratch / "pg.log")
-        pgcluster.wait_ready(proc, port, scratch / "pg.log")
+        pgcluster.wait_ready(proc, port, scratch / "pg.log", password)
+        os.environ["PGPASSWORD"] = password
         yield port
     finally:
+        if saved is None:
+            os.environ.pop("PGPASSWORD", None)
+        else:
+            os.environ["PGPASSWORD"] = saved
         pgcluster.stop(proc, immediate=True)
         shutil.rmtree(scratch, ignore_errors=True)

@@ -61,6 +61,7 @@ class Server:
             "PGHOST": "127.0.0.1",
             "PGPORT": str(db_port),
             "PGUSER": pgcluster.SUPERUSER,
+            "PGPASSWORD": os.environ.get("PGPASSWORD", ""),
             "PGDATABASE": "postgres",
         }
         log = tmp / f"{name}.log"

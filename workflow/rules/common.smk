@@ -256,9 +256,23 @@ def attempt_number(wildcards, attempt):
     return attempt
 
 
+def public_dsn():
+    """database.dsn without its password: params are kept in .snakemake/metadata, so jobs read the DSN from config."""
+    dsn = config["database"]["dsn"]
+    if not dsn:
+        return ""
+    from nodebench.harness.database import redacted_dsn
+
+    return redacted_dsn(dsn)
+
+
 def database_params():
-    """The database settings a measurement depends on."""
-    return {k: config["database"][k] for k in ("dsn", "run_as", "settings")}
+    """The database settings a measurement depends on (the DSN without its password)."""
+    return {
+        "dsn": public_dsn(),
+        "run_as": config["database"]["run_as"],
+        "settings": config["database"]["settings"],
+    }
 
 
 # --- Scopes: the whole matrix ("overall"), one workload, or one experiment -----------

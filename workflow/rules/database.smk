@@ -27,6 +27,6 @@ else:
             "data/logs/prepare_external_database.log",
         params:
             rows=config["database"]["rows"],
-            dsn=config["database"]["dsn"],
+            dsn=public_dsn(),
         script:
             "../../scripts/prepare_external_database.py"

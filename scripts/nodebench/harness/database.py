@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from nodebench.harness import pgcluster, procs, seed
@@ -70,22 +71,27 @@ def build_template(template_dir: Path, rows: int, schema_sql: str, run_as: str, 
         pgcluster.hand_over(scratch, user)
         install = pgcluster.usable_install(user, scratch)
         datadir = scratch / "pgdata"
-        log(f"initdb {datadir} (binaries {install.root}, account {user or 'self'})")
-        pgcluster.initdb(install, datadir)
+        log(f"initdb {datadir} (binaries {install.root}, account {user or 'self'}, {pgcluster.AUTH_METHOD})")
+        # Passwords for the build only: each job sets its own on its copy (pgcluster.JobCluster).
+        admin_pw, app_pw = pgcluster.new_password(), pgcluster.new_password()
+        pgcluster.initdb(install, datadir, admin_pw)
         port = procs.free_port()
         pglog = scratch / "postgres.log"
         pgcluster.hand_over(scratch, user)
         proc = pgcluster.start(install, datadir, port, TEMPLATE_SETTINGS, pglog)
-        pgcluster.wait_ready(proc, port, pglog)
-        with psycopg.connect(pgcluster.conninfo(port), autocommit=True) as conn:
-            conn.execute(f"CREATE ROLE {pgcluster.APP_ROLE} LOGIN")
+        pgcluster.wait_ready(proc, port, pglog, admin_pw)
+        superuser = pgcluster.conninfo(port, password=admin_pw)
+        with psycopg.connect(superuser, autocommit=True) as conn:
+            role = sql.Identifier(pgcluster.APP_ROLE)
+            conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(role, pgcluster.scram_verifier(app_pw)))
             conn.execute(f"CREATE DATABASE {pgcluster.APP_DB} OWNER {pgcluster.APP_ROLE} STRATEGY FILE_COPY")
-        with psycopg.connect(pgcluster.conninfo(port, dbname=pgcluster.APP_DB), autocommit=True) as conn:
+        bench_db = pgcluster.conninfo(port, dbname=pgcluster.APP_DB, password=admin_pw)
+        with psycopg.connect(bench_db, autocommit=True) as conn:
             conn.execute("CREATE EXTENSION pg_stat_statements")
         t0 = time.monotonic()
-        load_users(pgcluster.conninfo(port, pgcluster.APP_ROLE, pgcluster.APP_DB), schema_sql, rows)
+        load_users(pgcluster.conninfo(port, pgcluster.APP_ROLE, pgcluster.APP_DB, password=app_pw), schema_sql, rows)
         log(f"loaded {rows} rows in {time.monotonic() - t0:.1f} s")
-        with psycopg.connect(pgcluster.conninfo(port), autocommit=True) as conn:
+        with psycopg.connect(superuser, autocommit=True) as conn:
             server_version = conn.execute("SHOW server_version").fetchone()[0]
             # Two checkpoints around a segment switch let PostgreSQL drop the loading WAL.
             conn.execute("CHECKPOINT")

@@ -171,7 +171,9 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
 
     if cluster is not None:
         cluster.wait_ready()
-    log("database ready")
+        log(f"database ready on 127.0.0.1:{cluster.port} ({pgcluster.AUTH_METHOD}, this job's passwords only)")
+    else:
+        log("database ready")
     server.wait_ready(proc, cell.runs, server_log)
     # Everything booted on any of the job's CPUs; from here on, only the server runs on its own.
     # This harness polls while the server runs: keep it off the server's CPU too.

@@ -5,11 +5,21 @@ parent directory of the data directory; we do neither. As root we run the binari
 an existing unprivileged account (``nobody`` by default), in directories we create and
 hand to it, and copy the binaries next to the data only when that account cannot
 reach the installed ones (a virtual environment under a 0700 home directory).
+
+The cluster is private to the job that starts it: it listens on 127.0.0.1 only, has no
+Unix socket, and its one authentication rule is scram-sha-256 with passwords drawn at
+random for that job (``pg_hba.conf`` below), so another local account cannot connect
+to it, let alone as superuser. Its directories are mode 0700. The passwords are never
+written to a record or log; the servers get the application role's in ``PGPASSWORD``.
 """
 
+import base64
+import hashlib
+import hmac
 import importlib.util
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import subprocess
@@ -23,6 +33,32 @@ from nodebench.harness.errors import DatabaseError, RunError
 SUPERUSER = "postgres"
 APP_ROLE = "bench"
 APP_DB = "bench"
+AUTH_METHOD = "scram-sha-256"
+# The only way in: TCP on loopback with the role's password. No `local` line is needed
+# (there is no socket), and no `trust` line exists to be reached by another account.
+HBA = f"""\
+# nodebench: TCP on 127.0.0.1 only, with the password drawn for this job; nothing else.
+host all all 127.0.0.1/32 {AUTH_METHOD}
+"""
+SCRAM_ITERATIONS = 4096
+
+
+def new_password() -> str:
+    """A random password for one role of one cluster (192 bits, URL-safe text)."""
+    return secrets.token_urlsafe(24)
+
+
+def scram_verifier(password: str, salt: bytes | None = None, iterations: int = SCRAM_ITERATIONS) -> str:
+    """PostgreSQL's stored form of a SCRAM-SHA-256 password (RFC 5802/7677), so the password itself never reaches it."""
+    salt = salt if salt is not None else secrets.token_bytes(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    client_key = hmac.digest(salted, b"Client Key", "sha256")
+    server_key = hmac.digest(salted, b"Server Key", "sha256")
+
+    def b64(b: bytes) -> str:
+        return base64.b64encode(b).decode()
+
+    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(hashlib.sha256(client_key).digest())}:{b64(server_key)}"
 
 
 def installed_pg_dir() -> Path:
@@ -111,35 +147,87 @@ def usable_install(user: str | None, scratch: Path) -> PgInstall:
     libs = package.parent / f"{package.name}.libs"
     if libs.is_dir():
         shutil.copytree(libs, top / libs.name, symlinks=True)
-    for d in [scratch, top, top / package.name]:
+    # The copy's own directories only: scratch stays 0700 (the account owns it once handed over).
+    for d in [top, top / package.name]:
         os.chmod(d, 0o755)
     return PgInstall(copy, user)
 
 
-def initdb(install: PgInstall, datadir: Path) -> None:
-    """Create a new cluster at datadir with trust auth on loopback only."""
-    res = install.run(
-        [
-            install.bin("initdb"),
-            "-D",
-            str(datadir),
-            "-U",
-            SUPERUSER,
-            "--auth=trust",
-            "--encoding=UTF8",
-            "--locale=C",
-            "--no-sync",
-            "--no-instructions",
-            # 1 MB WAL segments keep the template, copied once per job, small.
-            "--wal-segsize=1",
-        ]
-    )
+def write_private(path: Path, text: str, user: str | None) -> None:
+    """Write a file only its owner (the PostgreSQL account) can read."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    if user is not None:
+        entry = pwd.getpwnam(user)
+        os.fchown(fd, entry.pw_uid, entry.pw_gid)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
+def initdb(install: PgInstall, datadir: Path, superuser_password: str) -> None:
+    """Create a new cluster at datadir: superuser with that password, scram-sha-256 on loopback TCP only."""
+    pwfile = datadir.parent / f".{datadir.name}.pw"
+    write_private(pwfile, superuser_password + "\n", install.user)
+    try:
+        res = install.run(
+            [
+                install.bin("initdb"),
+                "-D",
+                str(datadir),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={pwfile}",
+                f"--auth={AUTH_METHOD}",
+                "--encoding=UTF8",
+                "--locale=C",
+                "--no-sync",
+                "--no-instructions",
+                # 1 MB WAL segments keep the template, copied once per job, small.
+                "--wal-segsize=1",
+            ]
+        )
+    finally:
+        pwfile.unlink(missing_ok=True)
     if res.returncode != 0:
         raise DatabaseError(f"initdb failed ({res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
+    write_private(datadir / "pg_hba.conf", HBA, install.user)
+
+
+def set_passwords(install: PgInstall, datadir: Path, passwords: dict[str, str]) -> None:
+    """Give roles of a stopped cluster new passwords, and it the private pg_hba.conf, before it starts.
+
+    Single-user mode (about 20 ms) needs no connection, so no moment exists in which
+    the cluster accepts one without a password. It is handed SCRAM verifiers, not the
+    passwords, so that not even an error message can carry one.
+    """
+    write_private(datadir / "pg_hba.conf", HBA, install.user)
+    script = "".join(f"ALTER ROLE {role} PASSWORD '{scram_verifier(pw)}';\n" for role, pw in passwords.items())
+    res = install.run(
+        [
+            install.bin("postgres"),
+            "--single",
+            "-D",
+            str(datadir),
+            "-c",
+            "fsync=off",
+            "-c",
+            "shared_preload_libraries=",
+            "-c",
+            "log_min_error_statement=panic",
+            "postgres",
+        ],
+        input=script,
+        timeout=60,
+    )
+    # Single-user mode reports a failed statement on stderr and still exits 0.
+    if res.returncode != 0 or "ERROR:" in res.stderr:
+        errors = [line for line in res.stderr.splitlines() if "ERROR" in line or "FATAL" in line]
+        raise DatabaseError(
+            f"setting the job's database passwords failed ({res.returncode}): {' | '.join(errors) or 'no message'}"
+        )
 
 
 def start(install: PgInstall, datadir: Path, port: int, settings: dict, log_path: Path, cpus=None):
-    """Start postgres on 127.0.0.1:port as a child of this process; returns the Popen."""
+    """Start postgres on 127.0.0.1:port (no Unix socket) as a child of this process; returns the Popen."""
     args = [
         install.bin("postgres"),
         "-D",
@@ -171,12 +259,19 @@ def start(install: PgInstall, datadir: Path, port: int, settings: dict, log_path
         log.close()
 
 
-def conninfo(port: int, user: str = SUPERUSER, dbname: str = "postgres") -> str:
-    return f"host=127.0.0.1 port={port} user={user} dbname={dbname} connect_timeout=2"
+def conninfo(port: int, user: str = SUPERUSER, dbname: str = "postgres", password: str | None = None) -> str:
+    """A libpq connection string for a cluster started here; one with a password must never be logged.
+
+    Without a password libpq takes it from PGPASSWORD or ~/.pgpass.
+    """
+    secret = f" password={password}" if password else ""
+    return f"host=127.0.0.1 port={port} user={user} dbname={dbname}{secret} connect_timeout=2"
 
 
-def wait_ready(proc: subprocess.Popen, port: int, log_path: Path, timeout: float = 60.0) -> None:
-    """Return once the server accepts connections; raise with its log if it died or hung."""
+def wait_ready(
+    proc: subprocess.Popen, port: int, log_path: Path, password: str | None = None, timeout: float = 60.0
+) -> None:
+    """Return once the server accepts the superuser's connections; raise with its log if it died or hung."""
 
     import psycopg  # here, not at the top: a measurement job imports it while its processes start
 
@@ -186,9 +281,11 @@ def wait_ready(proc: subprocess.Popen, port: int, log_path: Path, timeout: float
                 f"PostgreSQL exited with status {proc.returncode} while starting:\n{log_tail(log_path)}"
             )
         try:
-            with psycopg.connect(conninfo(port), autocommit=True):
+            with psycopg.connect(conninfo(port, password=password), autocommit=True):
                 return True
-        except psycopg.OperationalError:
+        except psycopg.OperationalError as e:
+            if "password" in str(e):  # up, but not for us: waiting longer would not change that
+                raise DatabaseError(f"PostgreSQL on port {port} refused the job's superuser: {e}") from None
             return False
 
     try:
@@ -207,13 +304,15 @@ class JobCluster:
 
     start() returns once PostgreSQL is spawned; wait_ready() blocks until it accepts
     connections, so the caller can do other work in between. The copy is thrown away,
-    so stop() is an immediate shutdown.
+    so stop() is an immediate shutdown. Its two roles get passwords of their own: the
+    harness connects as the superuser, the server only as the application role.
     """
 
     def __init__(self, template: Path, scratch: Path, run_as: str, settings: dict, cpus: list[int], port: int):
         self.template, self.scratch, self.run_as, self.settings = template, scratch, run_as, settings
         self.cpus, self.port, self.proc = cpus, port, None
         self.log_path = scratch / "postgres.log"
+        self._passwords = {SUPERUSER: new_password(), APP_ROLE: new_password()}
 
     def start(self) -> "JobCluster":
         if self.template is None or not (self.template / "PG_VERSION").is_file():
@@ -226,21 +325,29 @@ class JobCluster:
         datadir = self.scratch / "pgdata"
         shutil.copytree(self.template, datadir, symlinks=True)
         os.chmod(datadir, 0o700)
+        os.chmod(self.scratch, 0o700)
         hand_over(self.scratch, user)
+        set_passwords(install, datadir, self._passwords)
         self.proc = start(install, datadir, self.port, self.settings, self.log_path, cpus=self.cpus)
         return self
 
     @property
     def admin_conninfo(self) -> str:
-        return conninfo(self.port, dbname=APP_DB)
+        return conninfo(self.port, dbname=APP_DB, password=self._passwords[SUPERUSER])
 
     @property
     def app_env(self) -> dict:
-        """The servers' database environment (node-postgres reads the PG* variables)."""
-        return {"PGHOST": "127.0.0.1", "PGPORT": str(self.port), "PGUSER": APP_ROLE, "PGDATABASE": APP_DB}
+        """The servers' database environment (node-postgres reads the PG* variables, PGPASSWORD among them)."""
+        return {
+            "PGHOST": "127.0.0.1",
+            "PGPORT": str(self.port),
+            "PGUSER": APP_ROLE,
+            "PGDATABASE": APP_DB,
+            "PGPASSWORD": self._passwords[APP_ROLE],
+        }
 
     def wait_ready(self) -> None:
-        wait_ready(self.proc, self.port, self.log_path)
+        wait_ready(self.proc, self.port, self.log_path, self._passwords[SUPERUSER])
 
     def stop(self) -> None:
         stop(self.proc, immediate=True)

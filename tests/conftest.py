@@ -62,7 +62,7 @@ experiments:
         counts: [2000]
   # Scenarios scored against node-http (tests/test_scenarios.py builds it; reports/all does not).
   tiny-scenarios:
-    rounds: 2
+    rounds: 1
     matrices:
       - servers: [node-http, hono]
         workloads: [hello, not-found, small-body, create-user-db]

@@ -18,7 +18,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import REPO
 from nodebench.harness import procs, server
 
 SERVERS = ["node-http", "express", "express-lean", "fastify", "fastify-schema", "hono", "koa"]
@@ -34,15 +33,16 @@ EXAMPLES = settings(
 
 
 @pytest.fixture(scope="module")
-def ports(tmp_path_factory):
-    """Every server of the repository, started as the harness starts them, without a database."""
+def ports(tmp_path_factory, project):
+    """Every server, started as the harness starts them, without a database, from the tiny run's copy (where the
+    pipeline installed the servers' packages)."""
     started = {}
     try:
         for name in SERVERS:
             port = procs.free_port()
             log = tmp_path_factory.mktemp(name) / "server.log"
             env = {"PATH": os.environ["PATH"], "PORT": str(port), "NODE_ENV": "production", "PGHOST": "/nonexistent"}
-            proc = server.start("node", REPO / "servers" / f"{name}.js", env, procs.job_cpus(), log)
+            proc = server.start("node", project / "servers" / f"{name}.js", env, procs.job_cpus(), log)
             started[name] = (proc, port)
             server.wait_ready(proc, name, log)
         yield {name: port for name, (_, port) in started.items()}

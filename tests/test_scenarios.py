@@ -27,13 +27,14 @@ NO_DATABASE = [w for w in WORKLOADS.values() if w.queries_per_request == 0 and w
 
 
 @pytest.fixture(scope="module", params=SERVERS)
-def running(request, tmp_path_factory):
-    """One server of the repository, started as the harness starts it, without a database."""
+def running(request, tmp_path_factory, project):
+    """One server, started as the harness starts it, without a database, from the tiny run's copy (where the
+    pipeline installed the servers' packages)."""
     name = request.param
     port = procs.free_port()
     log = tmp_path_factory.mktemp(name) / "server.log"
     env = {"PATH": os.environ["PATH"], "PORT": str(port), "NODE_ENV": "production", "PGHOST": "/nonexistent"}
-    proc = server.start("node", REPO / "servers" / f"{name}.js", env, procs.job_cpus(), log)
+    proc = server.start("node", project / "servers" / f"{name}.js", env, procs.job_cpus(), log)
     try:
         server.wait_ready(proc, name, log)
         yield name, port

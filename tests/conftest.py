@@ -72,6 +72,20 @@ experiments:
 """
 
 
+# Two servers on one empty cell, one round of 1-second windows and no A/A twin: the smallest real run.
+TWO_CELLS = """\
+servers: [node-http, fastify]
+workloads:
+  empty: {connections: [10]}
+warmup_s: 1
+duration_s: 1
+rounds: 1
+control: null
+database:
+  rows: 20000
+"""
+
+
 def make_project(dest: Path, config: str = TINY_CONFIG) -> Path:
     """A copy of the pipeline with its own config, data and reports, plus the fault servers."""
     shutil.copytree(REPO, dest, ignore=COPY_IGNORE)

@@ -18,6 +18,7 @@ import pytest
 from conftest import (
     REPO,
     TINY_CONFIG,
+    TWO_CELLS,
     leftovers,
     make_project,
     pipeline_processes,
@@ -226,19 +227,6 @@ def test_existing_server_through_a_dsn(tmp_path: Path, external_postgres: int):
     assert rec["db_cpu_s"] is None and rec["db_cpu_util"] is None  # not our processes
     assert 0 <= rec["client_cpus_busy"] <= 1
     assert not leftovers(proj)
-
-
-TWO_CELLS = """\
-servers: [node-http, fastify]
-workloads:
-  empty: {connections: [10]}
-warmup_s: 1
-duration_s: 1
-rounds: 1
-control: null
-database:
-  rows: 20000
-"""
 
 
 def test_two_checkouts_never_measure_at_once(tmp_path: Path):

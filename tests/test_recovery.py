@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import leftovers, make_project, planned_cells, snakemake
+from conftest import TWO_CELLS, leftovers, make_project, planned_cells, snakemake
 from nodebench import recovery
 from nodebench.harness import attempts, storage, workspace
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StartError, StorageError
@@ -222,18 +222,6 @@ def test_a_record_is_written_whole_or_not_at_all(tmp_path: Path):
 
 
 # --- end to end: a hard kill, a transient failure, a bad cell, a read-only data/ ------------------
-
-TWO_CELLS = """\
-servers: [node-http, fastify]
-workloads:
-  empty: {connections: [10]}
-warmup_s: 1
-duration_s: 1
-rounds: 1
-control: null
-database:
-  rows: 20000
-"""
 
 
 def record(project: Path, server: str, connections: int = 10) -> Path:

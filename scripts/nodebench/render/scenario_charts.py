@@ -3,6 +3,7 @@
 import altair as alt
 import pandas as pd
 
+from nodebench.analysis.intervals import describe
 from nodebench.analysis.scenarios import BASELINE, SET_NAMES, order
 
 
@@ -67,6 +68,7 @@ def score(t: pd.DataFrame) -> alt.FacetChart:
     s["set"] = s["score_set"].map(SET_NAMES)
     s["from"] = s["basis"].map({"cpu": "CPU per request", "rps": "req/s (the seed's definition)"})
     servers = _server_order(t)
+    coverage = "; ".join(describe(int(n)) for n in sorted(set(s["rounds"])))
     base = alt.Chart(s).encode(
         y=alt.Y("server:N", sort=servers, title=None),
         color=alt.Color("from:N", title="score from"),
@@ -93,7 +95,10 @@ def score(t: pd.DataFrame) -> alt.FacetChart:
         .properties(
             title=alt.TitleParams(
                 f"Score: geometric mean over the set's scenarios against {BASELINE} (= 100; higher is better)",
-                subtitle=["Point: median over rounds; line: min to max over rounds."],
+                subtitle=[
+                    "Point: median over rounds of the per-round score; line: min to max over rounds, not a confidence "
+                    f"interval (as an interval for the median: {coverage})."
+                ],
             )
         )
     )

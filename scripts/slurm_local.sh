@@ -233,13 +233,18 @@ start() {
   node=$(write_conf)
   # Job steps (srun inside a batch job) look for the configuration at SLURM's compiled-in
   # path, not at SLURM_CONF, when the daemons are not configless; point that path at ours
-  # if nothing is there, and take it away again on stop.
+  # if nothing is there, and take it away again on stop. A link whose target is gone is
+  # what a killed earlier start left behind (its stop never ran): replace it.
+  if [ -L "$SYSTEM_CONF" ] && [ ! -e "$SYSTEM_CONF" ]; then
+    say "replacing $SYSTEM_CONF, a link to $(readlink "$SYSTEM_CONF"), which is gone"
+    rm -f "$SYSTEM_CONF"
+  fi
   if [ ! -e "$SYSTEM_CONF" ] && [ ! -L "$SYSTEM_CONF" ]; then
     mkdir -p "$(dirname "$SYSTEM_CONF")"
     ln -s "$conf" "$SYSTEM_CONF"
     echo "$SYSTEM_CONF" >"$run/system-conf.ours"
   elif [ "$(readlink -f "$SYSTEM_CONF")" != "$(readlink -f "$conf")" ]; then
-    say "warning: $SYSTEM_CONF exists and is not this cluster's; job steps will read it"
+    die "$SYSTEM_CONF is another cluster's configuration, and job steps (srun inside a batch job) would read it instead of $conf; move it aside to use this one-node cluster"
   fi
   say "starting slurmctld (log $logs/slurmctld.log)"
   timeout 30 slurmctld -f "$conf" </dev/null >>"$logs/slurmctld.out" 2>&1 || {

@@ -24,9 +24,12 @@ def main(sm) -> None:
         wc.server, wc.workload, int(wc.connections), int(wc.rep), wc.loadgen, Stop.parse(wc.stop),
         plan.server_file(wc.server, sm.config),
     )  # fmt: skip
+    # The server's Node.js and the pipeline's own (which runs the autocannon driver), as described.
+    server_node = json.loads(Path(i.server_node).read_text())
+    pipeline_node = json.loads(Path(i.pipeline_node).read_text())
     opts = Options(
         float(p.warmup_s), int(p.pool_size), int(p.server_port), database, str(p.scratch_dir), str(p.node),
-        bool(p.allow_shared_cpu),
+        bool(p.allow_shared_cpu), server_node,
     )  # fmt: skip
     paths = Paths(
         server_file=Path(i.server).resolve(),
@@ -77,6 +80,11 @@ def main(sm) -> None:
                 wc.workload, wc.server, wc.connections, wc.loadgen, wc.stop, wc.rep
             )
             record |= {
+                "node": plan.runtime(wc.server)[1],
+                "node_binary": server_node["binary"],
+                "node_sha256": server_node["sha256"],
+                "node_package": server_node["package"],
+                "client_node_version": pipeline_node["version"],
                 "round_position": position,
                 "round_size": size,
                 "session": os.environ.get("NODEBENCH_SESSION"),

@@ -15,9 +15,11 @@ def main(sm) -> None:
         runs = pd.read_parquet(sm.input.runs)
         stopping = pd.read_parquet(sm.input.stopping)
         scenarios = pd.read_parquet(sm.input.scenarios) if "scenarios" in sm.input.keys() else None
+        versions = pd.read_parquet(sm.input.versions) if "versions" in sm.input.keys() else None
         text = experiment_report.render(
-            sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now, scenarios=scenarios
-        )
+            sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now, scenarios=scenarios,
+            versions=versions,
+        )  # fmt: skip
     else:
         # The main matrix's summary reads only the runs' provenance and sessions (and counts them).
         runs = pd.read_parquet(sm.input.runs, columns=markdown.RUN_COLUMNS)

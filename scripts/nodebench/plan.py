@@ -12,7 +12,14 @@ without marking every existing record as stale.
 
 The A/A control: config's `control` names one server that the main matrix also
 measures under a second name, `<server>-aa`, from the same file, in every round. Their
-ratio is what the machine's noise alone makes of two identical servers.
+ratio is what the machine's noise alone makes of two identical servers. An experiment's
+matrix can name its own `control` the same way.
+
+Node.js versions: config's `node_versions` (and a matrix's own) lists Node.js majors, or
+`system` for the Node.js that runs the pipeline (config's `node`, the default). A cell's
+server on another Node.js than the pipeline's is named `<server>@node<major>` everywhere:
+its record path, the runs table, metrics and reports. So cells on the pipeline's own Node.js
+keep their names and paths, and adding a version plans only that version's cells.
 """
 
 import random
@@ -27,11 +34,59 @@ TWIN_SUFFIX = "-aa"
 #: client probe runs above them all.
 FIRST_PRIORITY = 1_000_000
 PROBE_PRIORITY = 2 * FIRST_PRIORITY
+#: A framework configuration's current major -> its previous major's (servers/<name>.js, npm aliases).
+MAJORS = {"express": "express4", "fastify": "fastify4"}
+#: The Node.js that runs the pipeline (config's `node`), as a `node_versions` entry.
+SYSTEM_NODE = "system"
+#: Between a server's name and the Node.js major it runs on: express@node22.
+RUNTIME_MARK = "@node"
 
 
 def twin(server: str) -> str:
     """The A/A control's second name for a server."""
     return f"{server}{TWIN_SUFFIX}"
+
+
+def on_node(server: str, node) -> str:
+    """A server's name on a Node.js: itself on the pipeline's own, <server>@node<major> on another."""
+    return server if str(node) == SYSTEM_NODE else f"{server}{RUNTIME_MARK}{node}"
+
+
+def runtime(label: str) -> tuple[str, str]:
+    """(server, Node.js) of a cell's server name: ("express", "22") for express@node22, ("express", "system")."""
+    server, mark, major = label.partition(RUNTIME_MARK)
+    return server, (major if mark else SYSTEM_NODE)
+
+
+def node_versions(config: dict, matrix: dict | None = None) -> list[str]:
+    """A matrix's Node.js versions: its own, else config's `node_versions`, else the pipeline's own."""
+    found = (matrix or {}).get("node_versions") or config.get("node_versions") or [SYSTEM_NODE]
+    return [str(v) for v in found]
+
+
+def all_node_versions(config: dict) -> list[str]:
+    """Every Node.js major some cell runs on (the pipeline's own not included)."""
+    found = node_versions(config)
+    for experiment in (config.get("experiments") or {}).values():
+        for m in experiment["matrices"]:
+            found += node_versions(config, m)
+    return sorted({v for v in found if v != SYSTEM_NODE}, key=int)
+
+
+def controls(config: dict) -> set[str]:
+    """Every server measured with an A/A twin: the main matrix's control and each matrix's own."""
+    found = {control(config)} - {None}
+    for experiment in (config.get("experiments") or {}).values():
+        found |= {m["control"] for m in experiment["matrices"] if m.get("control") in m["servers"]}
+    return found
+
+
+def with_twin(servers: list[str], control_: str | None) -> list[str]:
+    """The servers with the A/A control's twin right after its server."""
+    servers = list(servers)
+    if control_ and control_ in servers:
+        servers.insert(servers.index(control_) + 1, twin(control_))
+    return servers
 
 
 def control(config: dict) -> str | None:
@@ -41,20 +96,17 @@ def control(config: dict) -> str | None:
 
 
 def main_servers(config: dict) -> list[str]:
-    """The main matrix's servers, with the A/A control's twin right after its server."""
-    servers = list(config["servers"])
-    c = control(config)
-    if c and c in servers:
-        servers.insert(servers.index(c) + 1, twin(c))
-    return servers
+    """The main matrix's servers on each of its Node.js versions, the A/A control's twin right after its server."""
+    servers = with_twin(config["servers"], control(config))
+    return [on_node(s, v) for v in node_versions(config) for s in servers]
 
 
 def server_file(server: str, config: dict) -> str:
-    """The configuration a server name runs: the twin runs its control's file."""
-    c = control(config)
-    if c and server == twin(c):
-        return c
-    return server
+    """The configuration a cell's server name runs: its own file, on any Node.js; a twin runs its control's."""
+    name, _ = runtime(server)
+    if name.endswith(TWIN_SUFFIX) and name[: -len(TWIN_SUFFIX)] in controls(config):
+        return name[: -len(TWIN_SUFFIX)]
+    return name
 
 
 def main_client(config: dict) -> str:
@@ -86,9 +138,10 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
     for m in config["experiments"][name]["matrices"]:
         stops = [Stop("duration", d).label for d in m.get("durations_s", [])]
         stops += [Stop("count", n).label for n in m.get("counts", [])]
+        servers = [on_node(s, v) for v in node_versions(config, m) for s in with_twin(m["servers"], m.get("control"))]
         for workload in m["workloads"]:
             levels = m.get("connections") or WORKLOADS[workload].connections
-            for server in m["servers"]:
+            for server in servers:
                 for connections in levels:
                     for client in m["load_generators"]:
                         for stop in stops:

@@ -1,5 +1,6 @@
 'use strict';
-// Express 5 on the contract, for every Express configuration (servers/express*.js name theirs).
+// Express on the contract, for every Express configuration (servers/express*.js name theirs;
+// express4.js runs Express 4 through its npm alias).
 // Bodies are parsed by express.json() on the POST routes only and validated by the contract's
 // hand validators; errors (413, 400 for JSON that does not parse) are answered as JSON.
 const http = require('node:http');

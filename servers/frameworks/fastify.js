@@ -1,5 +1,6 @@
 'use strict';
-// Fastify 5 on the contract, for every Fastify configuration (servers/fastify*.js name theirs).
+// Fastify on the contract, for every Fastify configuration (servers/fastify*.js name theirs;
+// fastify4.js runs Fastify 4 through its npm alias).
 // Requests are validated with JSON Schema (Fastify's own way); with `responseSchemas` every
 // answer is also serialised from a schema (fast-json-stringify).
 const c = require('../contract.js');

@@ -19,7 +19,7 @@ from nodebench.catalogue.workloads import (
 )  # noqa: E402
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS  # noqa: E402
 from nodebench.catalogue import thresholds  # noqa: E402
-from nodebench.harness import storage, workspace  # noqa: E402
+from nodebench.harness import nodejs, storage, workspace  # noqa: E402
 from nodebench.harness.errors import StorageError  # noqa: E402
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
@@ -106,6 +106,16 @@ def check_experiments():
             )
         for i, matrix in enumerate(experiment["matrices"]):
             where = f"experiments.{name}.matrices[{i}]"
+            named = matrix.get("control")
+            if named and named not in matrix["servers"]:
+                raise WorkflowError(
+                    f"config {where}.control is {named!r}, which is not among its servers ({', '.join(matrix['servers'])})"
+                )
+            if named and plan.twin(named) in available_servers():
+                raise WorkflowError(
+                    f"config {where}.control: the A/A twin's name {plan.twin(named)!r} is also "
+                    f"servers/{plan.twin(named)}.js; rename that file"
+                )
             rules = {
                 "duration": matrix.get("durations_s", []),
                 "count": matrix.get("counts", []),
@@ -248,6 +258,14 @@ def measure_inputs(wildcards):
         inputs["template"] = TEMPLATE
     if client.program:
         inputs["client_probe"] = f"data/toolchain/{wildcards.loadgen}.json"
+    # The server's Node.js (described, or installed for another major) and the client's own.
+    _, node = plan.runtime(wildcards.server)
+    inputs["pipeline_node"] = "data/toolchain/node-system.json"
+    inputs["server_node"] = (
+        inputs["pipeline_node"]
+        if node == plan.SYSTEM_NODE
+        else f"data/toolchain/node{node}.json"
+    )
     return inputs
 
 
@@ -332,9 +350,21 @@ def reference_runs(wildcards):
     return []
 
 
+def versioned(scope):
+    """An experiment compares Node.js versions, or framework majors (a server and its <name>4 beside it)."""
+    if scope not in EXPERIMENTS:
+        return False
+    matrices = EXPERIMENTS[scope]["matrices"]
+    nodes = {v for m in matrices for v in plan.node_versions(config, m)}
+    servers = {s for m in matrices for s in m["servers"]}
+    return len(nodes) > 1 or any(
+        new in servers and old in servers for new, old in plan.MAJORS.items()
+    )
+
+
 def scored(scope):
     """An experiment scores its servers against node:http when it measures node:http on scenarios of a score set."""
-    if scope not in EXPERIMENTS:
+    if scope not in EXPERIMENTS or versioned(scope):
         return False
     return any(
         "node-http" in m["servers"]
@@ -348,6 +378,8 @@ def experiment_charts(name):
     """Charts an experiment gets, from what its matrices measure."""
     matrices = EXPERIMENTS[name]["matrices"]
     charts = ["scenario-heatmap", "scenario-score"] if scored(name) else []
+    if versioned(name):
+        charts.append("versions")
     if any(m.get("counts") and m.get("durations_s") for m in matrices):
         charts.append("stopping-rule")
     if any(len(m.get("durations_s", [])) >= 3 for m in matrices):
@@ -396,7 +428,7 @@ def chart_tables(wildcards):
 def scope_tables(scope):
     """The tables a scope's summary is written from."""
     tables = ["runs", "metrics", "stopping" if scope in EXPERIMENTS else "scores"]
-    return tables + ["scenarios"] if scored(scope) else tables
+    return tables + ["scenarios"] * scored(scope) + ["versions"] * versioned(scope)
 
 
 def summary_inputs(wildcards):

@@ -57,3 +57,21 @@ rule compute_scenarios:
         or "(?!)",
     script:
         "../../scripts/compute_scenarios.py"
+
+
+# Node.js versions against Node.js 20 and framework majors against their previous one,
+# for experiments that measure them.
+rule compute_versions:
+    input:
+        runs="data/{experiment}/runs.parquet",
+        metrics="data/{experiment}/metrics.parquet",
+        code=code("compute_versions.py"),
+    output:
+        versions="data/{experiment}/versions.parquet",
+    log:
+        "data/logs/compute_versions/{experiment}.log",
+    wildcard_constraints:
+        experiment="|".join(map(re.escape, [e for e in EXPERIMENTS if versioned(e)]))
+        or "(?!)",
+    script:
+        "../../scripts/compute_versions.py"

@@ -25,3 +25,36 @@ rule probe_load_generator:
     priority: plan.PROBE_PRIORITY
     script:
         "../../scripts/probe_load_generator.py"
+
+
+# The Node.js that runs the servers: the pipeline's own (config's `node`), described once and
+# again whenever that file changes (its identity is a parameter), and each other major that
+# node_versions lists, installed from npm's node-<os>-<arch> package into data/toolchain/.
+# The system's Node.js is never touched.
+rule probe_node:
+    input:
+        code=code("probe_node.py"),
+    output:
+        "data/toolchain/node-system.json",
+    log:
+        "data/logs/probe_node.log",
+    priority: plan.PROBE_PRIORITY
+    params:
+        identity=nodejs.identity(config["node"]),
+    script:
+        "../../scripts/probe_node.py"
+
+
+rule install_node:
+    input:
+        code=code("install_node.py"),
+    output:
+        binary="data/toolchain/node{major}/bin/node",
+        info="data/toolchain/node{major}.json",
+    log:
+        "data/logs/install_node/node{major}.log",
+    wildcard_constraints:
+        major=r"\d+",
+    priority: plan.PROBE_PRIORITY
+    script:
+        "../../scripts/install_node.py"

@@ -6,7 +6,7 @@ import pandas as pd
 from nodebench.analysis import intervals
 from nodebench.analysis.verdict import verdict
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
-from nodebench.plan import TWIN_SUFFIX
+from nodebench.plan import TWIN_SUFFIX, on_node, runtime
 
 # A cell: what was measured and how the load was made. stop is the rule with its
 # value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
@@ -112,10 +112,17 @@ RATIOS = {
 
 
 def _partner(keys: pd.DataFrame, server: str) -> np.ndarray:
-    """Each cell's partner: the cell with the same peers and the given server (-1 where there is none)."""
-    numbered = keys.assign(_cell=np.arange(len(keys)))
-    base = numbered.loc[numbered["server"] == server, [*PEERS, "_cell"]].rename(columns={"_cell": "_base"})
-    return numbered.merge(base, on=PEERS, how="left")["_base"].fillna(-1).to_numpy(dtype=int)
+    """Each cell's partner: the cell with the same peers and the given server on the same Node.js (-1 where none).
+
+    express@node22's partner for node-http is node-http@node22: a framework is compared with
+    node:http on its own Node.js, never across versions.
+    """
+    names = keys["server"].astype(str)
+    numbered = keys.assign(_cell=np.arange(len(keys)), _want=[on_node(server, runtime(s)[1]) for s in names])
+    base = numbered[[*PEERS, "server", "_cell"]].rename(columns={"_cell": "_base", "server": "_want"})
+    base = base.astype({"_want": str})
+    merged = numbered.astype({"_want": str}).merge(base, on=[*PEERS, "_want"], how="left")
+    return merged["_base"].fillna(-1).to_numpy(dtype=int)
 
 
 def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[str, np.ndarray]:
@@ -198,10 +205,13 @@ def add_noise_floor(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | 
 
 def add_share(cells: pd.DataFrame) -> pd.DataFrame:
     """Framework share of the request's event-loop CPU, by the reference and the baseline model."""
-    same = ["load_generator", "stopping_rule", "stop"]
+    same = ["load_generator", "stopping_rule", "stop", "_node"]
+    cells = cells.assign(_node=_nodes(cells))
     empty = cells[cells["workload"] == "empty"][["server", "connections", *same, "us_per_req_elu"]]
     if empty.empty:
-        return cells.assign(empty_us_per_req=np.nan, share_reference=np.nan, share_baseline=np.nan)
+        return cells.assign(empty_us_per_req=np.nan, share_reference=np.nan, share_baseline=np.nan).drop(
+            columns=["_node"]
+        )
     # The empty cell of the same server at the nearest connection count.
     empty = empty.rename(columns={"connections": "empty_connections", "us_per_req_elu": "empty_us_per_req"})
     merged = pd.merge_asof(
@@ -212,22 +222,32 @@ def add_share(cells: pd.DataFrame) -> pd.DataFrame:
         by=["server", *same],
         direction="nearest",
     )
-    node = empty[empty["server"] == "node-http"][["empty_connections", *same, "empty_us_per_req"]]
+    # node:http on the same Node.js.
+    is_node_http = empty["server"].astype(str) == empty["_node"].map(lambda n: on_node("node-http", n))
+    node = empty[is_node_http][["empty_connections", *same, "empty_us_per_req"]]
     node = node.rename(columns={"empty_us_per_req": "node_http_empty_us_per_req"})
     merged = merged.merge(node, on=["empty_connections", *same], how="left")
     return merged.assign(
         share_reference=lambda d: d["empty_us_per_req"] / d["us_per_req_elu"],
         share_baseline=lambda d: (d["empty_us_per_req"] - d["node_http_empty_us_per_req"]) / d["us_per_req_elu"],
-    ).drop(columns=["empty_connections"])
+    ).drop(columns=["empty_connections", "_node"])
+
+
+def _nodes(cells: pd.DataFrame) -> pd.Series:
+    """The Node.js of each row's server ("system", or a major), from its name."""
+    return cells["server"].astype(str).map(lambda s: runtime(s)[1])
 
 
 def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
     """Per baseline, True where a cell's ratio compares runs measured on different CPU models."""
-    key = PEERS
+    key = [*PEERS, "_node"]
     out = cells
+    noded = cells.assign(_node=_nodes(cells))
     for baseline, name in BASELINES.items():
-        base = cells[cells["server"] == baseline][[*key, "cpu_model"]].rename(columns={"cpu_model": "_base_model"})
-        merged = cells[[*CELL, "cpu_model"]].merge(base, on=key, how="left")
+        wanted = [on_node(baseline, n) for n in noded["_node"]]
+        base = noded[noded["server"].astype(str).to_numpy() == np.array(wanted, dtype=object)]
+        base = base[[*key, "cpu_model"]].rename(columns={"cpu_model": "_base_model"})
+        merged = noded[[*CELL, "_node", "cpu_model"]].merge(base, on=key, how="left")
         model = merged["cpu_model"].astype(str)
         base_model = merged["_base_model"].astype(object)
         known = base_model.notna()

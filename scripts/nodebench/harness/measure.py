@@ -16,7 +16,7 @@ from pathlib import Path
 
 from nodebench.catalogue.clients import Stop
 from nodebench.catalogue.workloads import WORKLOADS
-from nodebench.harness import hostsample, loadgen, pgcluster, procs, record, server, verify, workspace
+from nodebench.harness import hostsample, loadgen, nodejs, pgcluster, procs, record, server, verify, workspace
 from nodebench.harness.errors import RunError, StartError
 from nodebench.harness.procs import tail
 
@@ -51,6 +51,8 @@ class Options:
     scratch_dir: str
     node: str
     allow_shared_cpu: bool = False
+    #: The server's Node.js, described by nodejs.install() or nodejs.probe(); None: `node` as it is.
+    server_node: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,8 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
         **db_env,
     }
     server_log = scratch / "server.log"
-    proc = server.start(opts.node, paths.server_file, env, server_cpus, server_log)
+    server_node = str(Path(opts.server_node["binary"]).resolve()) if opts.server_node else opts.node
+    proc = server.start(server_node, paths.server_file, env, server_cpus, server_log)
     stack.callback(procs.stop, proc)
     workspace.adopt(scratch, "server", proc.pid)
     workload = WORKLOADS[cell.workload]
@@ -250,6 +253,8 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         import psycopg
 
         who = server.check_identity(s.port, cell.runs, s.proc.pid)
+        if opts.server_node:
+            nodejs.check(opts.server_node, who["node_version"])
         admin = stack.enter_context(psycopg.connect(s.admin_conninfo, autocommit=True))
         pg_version = admin.execute("SHOW server_version").fetchone()[0]
         verify.verify_answers(s.port, workload, verify.expected_answer(workload, admin, paths.answer_fixture))

@@ -28,6 +28,11 @@ CHART_LIST = {
     "load-generators": ChartSpec(("metrics",), "experiment", "The same cells under each load generator"),
     "scenario-heatmap": ChartSpec(("scenarios",), "experiment", "Each scenario against bare node:http"),
     "scenario-score": ChartSpec(("scenarios",), "experiment", "Each server's score over the scenarios, with its range"),
+    "versions": ChartSpec(
+        ("versions",),
+        "experiment",
+        "CPU per request on each Node.js against Node.js 20, and each framework's new major against its old",
+    ),
 }
 #: The files each chart is saved as.
 EXTENSIONS = ("png", "svg", "html", "vl.json")

@@ -18,7 +18,7 @@ from nodebench.analysis.metrics import BASELINES, headline
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
 from nodebench.plan import TWIN_SUFFIX
-from nodebench.render import experiment_charts, scenario_charts
+from nodebench.render import experiment_charts, scenario_charts, version_charts
 from nodebench.render.page import vega_bundle
 from nodebench.render.theme import BOUND_OPACITY, NOT_SERVER_BOUND, server_scale
 
@@ -427,6 +427,7 @@ CHARTS = {
     "load-generators": lambda t: experiment_charts.load_generators(t["metrics"]),
     "scenario-heatmap": lambda t: scenario_charts.heatmap(t["scenarios"]),
     "scenario-score": lambda t: scenario_charts.score(t["scenarios"]),
+    "versions": lambda t: version_charts.versions(t["versions"]),
 }
 
 

@@ -10,6 +10,7 @@ from datetime import datetime
 import pandas as pd
 
 from nodebench.analysis import scenarios as sc
+from nodebench.analysis import versions as ver
 from nodebench.analysis.experiments import (
     GROUP,
     VERDICTS,
@@ -394,8 +395,81 @@ def scenario_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return parts
 
 
+def _ratio(r) -> str:
+    if pd.isna(r.ratio):
+        return "n/a"
+    return f"{r.ratio:.2f}x [{r.ratio_lo:.2f}–{r.ratio_hi:.2f}]" if pd.notna(r.ratio_lo) else f"{r.ratio:.2f}x"
+
+
+def _beyond(value) -> str:
+    return "n/a" if pd.isna(value) else ("**yes**" if value else "no")
+
+
+def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """The Node.js table (each major against Node.js 20), the framework-major table, and a sentence per server."""
+    parts = ["", "## Versions", ""]
+    binaries = runs[["node", "node_version", "node_binary", "node_sha256"]].dropna().astype(str).drop_duplicates()
+    parts += [
+        "Each ratio pairs a run with its partner's run of the same cell and round; the figure is the median over "
+        "rounds, in brackets the order-statistic interval for it "
+        f"({'; '.join(sorted(set(t['interval'].astype(str))))}). Below 1: the upgrade costs less CPU per request. "
+        "*Beyond noise*: the whole interval lies beyond 1 ± the A/A noise floor of that workload (the control "
+        "measured twice per round on the pipeline's Node.js). The load generator runs on the pipeline's Node.js "
+        f"({', '.join(sorted(runs['client_node_version'].dropna().astype(str).unique())) or 'n/a'}) throughout.",
+        "",
+        "Binaries: "
+        + "; ".join(
+            f"{ver.node_label(n)}: {v} ({b}, sha256 {h[:12]}…)"
+            for n, v, b, h in sorted(binaries.itertuples(index=False), key=lambda r: (r[0] != "system", r[0]))
+        )
+        + ".",
+    ]
+    nodes = t[t["kind"] == "node"]
+    if len(nodes):
+        majors = sorted(nodes["node"].unique(), key=int)
+        ref = nodes["compared_to"].iloc[0]
+        parts += [
+            "",
+            f"### CPU per request against Node.js {ref}",
+            "",
+            f"| server | workload | conn | us/req on Node.js {ref} |" + "".join(f" Node.js {m} |" for m in majors),
+            "|---|---|---:|---:|" + "---:|" * len(majors),
+        ]
+        for (server, workload, conn), grp in nodes.groupby(["server", "workload", "connections"], sort=True):
+            by = {r.node: r for r in grp.itertuples()}
+            first = grp.iloc[0]
+            cells = "".join(
+                f" {_ratio(by[m])}{' †' if _beyond(by[m].beyond_noise) == '**yes**' else ''} |" if m in by else " n/a |"
+                for m in majors
+            )
+            parts.append(f"| {server} | {workload} | {conn} | {first['us_per_req_compared']:.1f} |{cells}")
+        parts += ["", "† beyond the A/A noise floor."]
+    changes = t[t["kind"] == "major"]
+    if len(changes):
+        parts += [
+            "",
+            "### Framework majors on the same Node.js",
+            "",
+            "| change | Node.js | workload | conn | us/req old | us/req new | new / old [interval] | req/s new / old "
+            "| noise floor | beyond noise |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        for r in changes.itertuples():
+            change = f"{ver.MAJOR_NAMES.get(r.compared_to, r.compared_to)} to {ver.MAJOR_NAMES.get(r.server, r.server)}"
+            floor = f"±{r.noise_floor * 100:.1f} %" if pd.notna(r.noise_floor) else "n/a"
+            parts.append(
+                f"| {change} | {ver.node_label(r.node)} | {r.workload} | {r.connections} | {r.us_per_req_compared:.1f} "
+                f"| {r.us_per_req:.1f} | {_ratio(r)} | {r.throughput_ratio:.2f}x | {floor} "
+                f"| {_beyond(r.beyond_noise)} |"
+            )
+    parts += ["", "### In words", ""]
+    parts += [f"- {line}" for line in ver.sentences(t)]
+    return parts
+
+
 def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFrame, stopping: pd.DataFrame,
-           generated_at: datetime, scenarios: pd.DataFrame | None = None) -> str:  # fmt: skip
+           generated_at: datetime, scenarios: pd.DataFrame | None = None,
+           versions: pd.DataFrame | None = None) -> str:  # fmt: skip
     cpu_model = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
     parts = [f"# Experiment: {name}", ""]
     if description:
@@ -403,6 +477,7 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
     parts += [
         machine_line(runs),
         *(scenario_sections(scenarios, runs) if scenarios is not None and len(scenarios) else []),
+        *(version_sections(versions, runs) if versions is not None and len(versions) else []),
         "",
         "req/s in the tables below is the server's own (requests it received over its ELU window) unless a column "
         "says *reported*, which is the figure the load generator itself prints. Medians over rounds; "

@@ -1,0 +1,155 @@
+"""Versions as an axis: does upgrading Node.js, or a framework's major, change what a request costs?
+
+Two comparisons, each paired round by round (a run against its partner's run of the same
+cell and round, measured minutes apart in one shuffled order, so the machine's drift
+between rounds cancels), each read as the median of the rounds' ratios with the
+order-statistic interval of intervals.median_interval:
+
+- **node**: a server on each Node.js major against the same server on the reference
+  major (REFERENCE_NODE, Node.js 20): express@node26 / express@node20.
+- **major**: a framework's current major against its previous one on the same Node.js,
+  the configurations of MAJORS: express / express4, fastify / fastify4.
+
+Each ratio is set against the A/A noise floor of its workload (metrics' noise_floor: how
+far apart the A/A control's two names came on this machine, in this run). A change is
+beyond the noise when its whole interval lies beyond 1 +- the floor.
+"""
+
+import numpy as np
+import pandas as pd
+
+from nodebench.analysis import intervals
+from nodebench.analysis.metrics import CELL, PEERS, Samples, paired_ratios
+from nodebench.plan import MAJORS, SYSTEM_NODE, on_node, runtime
+
+#: The Node.js major every other major is compared with.
+REFERENCE_NODE = "20"
+#: What a framework configuration's major is, for the words of a report.
+MAJOR_NAMES = {"express": "Express 5", "express4": "Express 4", "fastify": "Fastify 5", "fastify4": "Fastify 4"}
+COLUMNS = [
+    "kind", "server", "node", "compared_to", "workload", "connections", "load_generator", "stop",
+    "ratio", "ratio_lo", "ratio_hi", "throughput_ratio", "pairs", "coverage", "interval",
+    "us_per_req", "us_per_req_compared", "noise_floor", "beyond_noise",
+]  # fmt: skip
+
+
+def node_label(node: str) -> str:
+    """'Node.js 22', or the pipeline's own."""
+    return "the pipeline's Node.js" if node == SYSTEM_NODE else f"Node.js {node}"
+
+
+def _partners(keys: pd.DataFrame, wanted: list[str | None]) -> np.ndarray:
+    """Per cell, the index of the cell with the same peers and the wanted server (-1 where none is measured)."""
+    index = {(*row[:-1], row[-1]): i for i, row in enumerate(keys[[*PEERS, "server"]].astype(str).itertuples(False))}
+    peers = keys[PEERS].astype(str).itertuples(index=False)
+    return np.array([index.get((*p, w), -1) if w else -1 for p, w in zip(peers, wanted, strict=True)], dtype=int)
+
+
+def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_NODE) -> pd.DataFrame:
+    """Every node and major comparison the runs allow: one row per cell and comparison (COLUMNS)."""
+    if runs.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    samples = Samples(runs)
+    keys = samples.keys
+    names = [runtime(s) for s in keys["server"].astype(str)]
+    cost = samples("us_per_req_elu")
+    median_cost = intervals.median_interval(cost)[0]
+    comparisons = {
+        # Another major of Node.js against the reference, the same server.
+        "node": [on_node(base, reference) if node not in (reference, SYSTEM_NODE) else None for base, node in names],
+        # A framework's current major against its previous one, the same Node.js.
+        "major": [on_node(MAJORS[base], node) if base in MAJORS else None for base, node in names],
+    }
+    floors = _noise_floors(metrics)
+    parts = []
+    for kind, wanted in comparisons.items():
+        partner = _partners(keys, wanted)
+        has = partner >= 0
+        if not has.any():
+            continue
+        ratios = paired_ratios(samples, partner, kind)
+        rows = keys[has].assign(
+            kind=kind,
+            server=[names[i][0] for i in np.flatnonzero(has)],
+            node=[names[i][1] for i in np.flatnonzero(has)],
+            compared_to=[
+                runtime(wanted[i])[1] if kind == "node" else runtime(wanted[i])[0] for i in np.flatnonzero(has)
+            ],
+            ratio=ratios[f"cost_{kind}"][has],
+            ratio_lo=ratios[f"cost_{kind}_lo"][has],
+            ratio_hi=ratios[f"cost_{kind}_hi"][has],
+            throughput_ratio=ratios[f"throughput_{kind}"][has],
+            pairs=ratios[f"pairs_{kind}"][has],
+            coverage=ratios[f"pair_coverage_{kind}"][has],
+            us_per_req=median_cost[has],
+            us_per_req_compared=median_cost[partner[has]],
+        )
+        parts.append(rows)
+    if not parts:
+        return pd.DataFrame(columns=COLUMNS)
+    out = pd.concat(parts, ignore_index=True).merge(floors, on=PEERS, how="left")
+    out["interval"] = [intervals.describe(int(n)) for n in out["pairs"]]
+    f = out["noise_floor"]
+    beyond = (out["ratio_hi"] < 1 / (1 + f)) | (out["ratio_lo"] > 1 + f)
+    out["beyond_noise"] = beyond.where(f.notna() & out["ratio_lo"].notna()).astype("boolean")
+    out = out.astype({"workload": str, "load_generator": str, "stop": str})
+    return (
+        out[COLUMNS]
+        .sort_values(["kind", "server", "workload", "connections", "node"], kind="stable")
+        .reset_index(drop=True)
+    )
+
+
+def _noise_floors(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per peer group (workload, connections, client, stop), the A/A noise floor the metrics found there."""
+    if "noise_floor" not in metrics:
+        return pd.DataFrame(columns=[*PEERS, "noise_floor"])
+    floors = metrics[[*PEERS, "noise_floor"]].dropna(subset=["noise_floor"])
+    floors = floors.astype(dict.fromkeys(["workload", "load_generator", "stopping_rule", "stop"], str))
+    return floors.drop_duplicates(subset=PEERS)
+
+
+def _phrase(row) -> str:
+    return f"{row.ratio:.2f}x [{row.ratio_lo:.2f}-{row.ratio_hi:.2f}] on {row.workload}"
+
+
+def sentences(t: pd.DataFrame) -> list[str]:
+    """One generated sentence per server and comparison, saying where the change is beyond the A/A noise floor."""
+    out = []
+    for (kind, server), rows in t.groupby(["kind", "server"], sort=True):
+        rows = rows.dropna(subset=["ratio"])
+        if rows.empty:
+            continue
+        beyond = rows[rows["beyond_noise"].fillna(False).astype(bool)]
+        floor = rows["noise_floor"].dropna()
+        floor_text = (
+            f"the A/A noise floor (up to {floor.max() * 100:.1f} %)"
+            if len(floor)
+            else "an A/A noise floor (none measured)"
+        )
+        if kind == "node":
+            lead = f"**{server}**, CPU per request against Node.js {rows['compared_to'].iloc[0]}: " + "; ".join(
+                f"Node.js {node}: " + ", ".join(_phrase(r) for r in grp.itertuples())
+                for node, grp in rows.groupby("node", sort=False)
+            )
+            where = [f"Node.js {r.node} on {r.workload} ({'cheaper' if r.ratio < 1 else 'dearer'})"
+                     for r in beyond.itertuples()]  # fmt: skip
+        else:
+            old = MAJOR_NAMES.get(rows["compared_to"].iloc[0], rows["compared_to"].iloc[0])
+            new = MAJOR_NAMES.get(server, server)
+            lead = f"**{old} to {new}** ({node_label(rows['node'].iloc[0])}), CPU per request: " + ", ".join(
+                _phrase(r) for r in rows.itertuples()
+            )
+            where = [f"{r.workload} ({'cheaper' if r.ratio < 1 else 'dearer'})" for r in beyond.itertuples()]
+        if where:
+            rest = "; within it elsewhere" if len(where) < len(rows) else ""
+            verdict = f"beyond {floor_text} for {', '.join(where)}{rest}."
+        elif rows["beyond_noise"].isna().all():
+            verdict = "no A/A noise floor was measured for these cells, so there is no verdict against noise."
+        else:
+            verdict = f"every change is within {floor_text}: not distinguishable from noise on this machine."
+        out.append(f"{lead}. {verdict[0].upper()}{verdict[1:]}")
+    return out
+
+
+__all__ = ["CELL", "COLUMNS", "MAJORS", "REFERENCE_NODE", "sentences", "table"]

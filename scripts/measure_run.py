@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nodebench import plan
 from nodebench.catalogue.clients import Stop
-from nodebench.harness import attempts, procs, storage
+from nodebench.harness import attempts, nodejs, procs, storage
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError
 from nodebench.harness.measure import Cell, Options, Paths, measure
 from nodebench.harness.record import check_record
@@ -24,13 +24,11 @@ def main(sm) -> None:
         wc.server, wc.workload, int(wc.connections), int(wc.rep), wc.loadgen, Stop.parse(wc.stop),
         plan.server_file(wc.server, sm.config),
     )  # fmt: skip
-    # The server's Node.js and the pipeline's own (which runs the autocannon driver), as described.
+    # The server's Node.js as described, and the pipeline's own where it runs the autocannon driver.
     server_node = json.loads(Path(i.server_node).read_text())
-    pipeline_node = json.loads(Path(i.pipeline_node).read_text())
-    opts = Options(
-        float(p.warmup_s), int(p.pool_size), int(p.server_port), database, str(p.scratch_dir), str(p.node),
-        bool(p.allow_shared_cpu), server_node,
-    )  # fmt: skip
+    pipeline_node = json.loads(Path(i.pipeline_node).read_text()) if "pipeline_node" in i.keys() else None
+    # An installed major's binary is an input (a storage provider stages it); the pipeline's own is where it was found.
+    binary = Path(i.server_binary) if "server_binary" in i.keys() else Path(server_node["binary"])
     paths = Paths(
         server_file=Path(i.server).resolve(),
         client_file=Path(i.client_file) if "client_file" in i.keys() else None,
@@ -75,6 +73,10 @@ def main(sm) -> None:
         try:
             # Before anything is measured: a read-only or full data/ fails here, naming the directory.
             storage.probe(out.parent)
+            opts = Options(
+                float(p.warmup_s), int(p.pool_size), int(p.server_port), database, str(p.scratch_dir), str(p.node),
+                bool(p.allow_shared_cpu), server_node, nodejs.usable(server_node, binary),
+            )  # fmt: skip
             record = measure(cell, opts, paths, log, progress)
             position, size = plan.Plan(sm.config).place(
                 wc.workload, wc.server, wc.connections, wc.loadgen, wc.stop, wc.rep
@@ -84,7 +86,7 @@ def main(sm) -> None:
                 "node_binary": server_node["binary"],
                 "node_sha256": server_node["sha256"],
                 "node_package": server_node["package"],
-                "client_node_version": pipeline_node["version"],
+                "client_node_version": pipeline_node["version"] if pipeline_node else None,
                 "round_position": position,
                 "round_size": size,
                 "session": os.environ.get("NODEBENCH_SESSION"),

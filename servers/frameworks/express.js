@@ -14,6 +14,10 @@ module.exports = function start({ name, pkg = 'express', lean = false }) {
   const s = c.makeScenarios(pool);
   const version = require(`${pkg}/package.json`).version;
   const probe = c.makeProbe(name, 'express', version);
+  // Express 5 passes a rejected async handler's error to the error handler; Express 4 does not
+  // (the rejection is unhandled and ends the process), so on Express 4 every async handler is
+  // wrapped the way Express 4 applications must do it.
+  const handle = Number(version.split('.')[0]) >= 5 ? (fn) => fn : (fn) => (req, res, next) => Promise.resolve(fn(req, res, next)).catch(next);
 
   const app = express();
   if (lean) {
@@ -27,16 +31,16 @@ module.exports = function start({ name, pkg = 'express', lean = false }) {
   const post = (check, work) => [
     onlyJson,
     json,
-    async (req, res) => {
+    handle(async (req, res) => {
       const problem = check(req.body);
       if (problem) return reply(res, c.bad(problem));
       reply(res, await work(req.body));
-    },
+    }),
   ];
 
   app.get('/static/:id', (req, res) => reply(res, h.staticUser()));
-  app.get('/users/:id', async (req, res) => reply(res, await h.user(req.params.id)));
-  app.get('/list', async (req, res) => reply(res, await h.list()));
+  app.get('/users/:id', handle(async (req, res) => reply(res, await h.user(req.params.id))));
+  app.get('/list', handle(async (req, res) => reply(res, await h.list())));
   app.get('/hello', (req, res) => reply(res, s.hello()));
   app.get('/people/:id', (req, res) => reply(res, s.params(req.params.id, req.query.fields)));
   app.post('/users', ...post(c.check.user, s.createUser));
@@ -53,10 +57,10 @@ module.exports = function start({ name, pkg = 'express', lean = false }) {
     next();
   });
   app.get('/mw', ...middlewares, (req, res) => reply(res, s.middlewares(req.mw)));
-  app.get('/async/:id', async (req, res) => reply(res, await s.later(req.params.id)));
+  app.get('/async/:id', handle(async (req, res) => reply(res, await s.later(req.params.id))));
   app.get('/__whoami', (req, res) => res.json(probe.whoami()));
   app.get('/__elu/start', (req, res) => res.json(probe.eluStart()));
-  app.get('/__elu/stop', async (req, res) => reply(res, await probe.eluStop()));
+  app.get('/__elu/stop', handle(async (req, res) => reply(res, await probe.eluStop())));
   app.get('/__elu/sample', (req, res) => res.json(probe.sample()));
   app.use((req, res) => reply(res, c.NOT_FOUND));
   // Express's own error handler answers HTML; the contract answers JSON with the error's status.

@@ -258,14 +258,17 @@ def measure_inputs(wildcards):
         inputs["template"] = TEMPLATE
     if client.program:
         inputs["client_probe"] = f"data/toolchain/{wildcards.loadgen}.json"
-    # The server's Node.js (described, or installed for another major) and the client's own.
+    # The server's Node.js: the pipeline's own as described, or an installed major's binary
+    # and description. The pipeline's own also where it runs the client (autocannon's driver),
+    # so that a change of it re-measures only the cells it runs in.
     _, node = plan.runtime(wildcards.server)
-    inputs["pipeline_node"] = "data/toolchain/node-system.json"
-    inputs["server_node"] = (
-        inputs["pipeline_node"]
-        if node == plan.SYSTEM_NODE
-        else f"data/toolchain/node{node}.json"
-    )
+    if node == plan.SYSTEM_NODE:
+        inputs["server_node"] = "data/toolchain/node-system.json"
+    else:
+        inputs["server_node"] = f"data/toolchain/node{node}.json"
+        inputs["server_binary"] = f"data/toolchain/node{node}/bin/node"
+    if node == plan.SYSTEM_NODE or client.program is None:
+        inputs["pipeline_node"] = "data/toolchain/node-system.json"
     return inputs
 
 

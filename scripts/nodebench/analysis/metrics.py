@@ -6,7 +6,7 @@ import pandas as pd
 from nodebench.analysis import intervals
 from nodebench.analysis.verdict import verdict
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
-from nodebench.plan import TWIN_SUFFIX, on_node, runtime
+from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
 # A cell: what was measured and how the load was made. stop is the rule with its
 # value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
@@ -111,6 +111,17 @@ RATIOS = {
 }
 
 
+def is_twin(server: str) -> bool:
+    """An A/A control's second name, on any Node.js: node-http-aa, node-http-aa@node22."""
+    return runtime(server)[0].endswith(TWIN_SUFFIX)
+
+
+def twin_of(twin: str) -> str:
+    """The server a twin repeats, on its Node.js: node-http@node22 for node-http-aa@node22."""
+    name, node = runtime(twin)
+    return on_node(name[: -len(TWIN_SUFFIX)], node)
+
+
 def _partner(keys: pd.DataFrame, server: str) -> np.ndarray:
     """Each cell's partner: the cell with the same peers and the given server on the same Node.js (-1 where none).
 
@@ -173,19 +184,22 @@ def add_noise_floor(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | 
     1 +- noise_floor (on a log scale: below 1/(1+f) or above 1+f).
     """
     samples = Samples(runs) if samples is None else samples
-    twins = sorted({s for s in samples.keys["server"].astype(str) if s.endswith(TWIN_SUFFIX)})
+    # A twin on each Node.js the control runs on (node-http-aa@node22 repeats node-http@node22); the pipeline's
+    # own Node.js last, so its A/A ratio is the one shown. The floor of a peer group is the widest of its twins'.
+    names = {s for s in samples.keys["server"].astype(str) if is_twin(s)}
+    twins = sorted(names, key=lambda s: (runtime(s)[1] == SYSTEM_NODE, s))
     floor = {"aa_cost": np.nan, "aa_cost_lo": np.nan, "aa_cost_hi": np.nan, "aa_pairs": 0, "noise_floor": np.nan}
     out = cells.assign(**floor)
     for twin in twins:
-        control = twin[: -len(TWIN_SUFFIX)]
+        control = runtime(twin)[0][: -len(TWIN_SUFFIX)]
         partner = _partner(samples.keys, control)
         ratios = paired_ratios(samples, partner, "aa")
-        is_twin = (samples.keys["server"].astype(str) == twin).to_numpy() & (partner >= 0)
-        aa = samples.keys[PEERS][is_twin].assign(
-            aa_cost=ratios["cost_aa"][is_twin],
-            aa_cost_lo=ratios["cost_aa_lo"][is_twin],
-            aa_cost_hi=ratios["cost_aa_hi"][is_twin],
-            aa_pairs=ratios["pairs_aa"][is_twin],
+        twin_rows = (samples.keys["server"].astype(str) == twin).to_numpy() & (partner >= 0)
+        aa = samples.keys[PEERS][twin_rows].assign(
+            aa_cost=ratios["cost_aa"][twin_rows],
+            aa_cost_lo=ratios["cost_aa_lo"][twin_rows],
+            aa_cost_hi=ratios["cost_aa_hi"][twin_rows],
+            aa_pairs=ratios["pairs_aa"][twin_rows],
         )
         aa = aa.assign(
             noise_floor=np.fmax(
@@ -193,8 +207,10 @@ def add_noise_floor(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | 
             )
         )
         merged = out[PEERS].merge(aa, on=PEERS, how="left")
+        widest = np.fmax(merged["noise_floor"].to_numpy(dtype=float), out["noise_floor"].to_numpy(dtype=float))
         for col in floor:
             out[col] = np.where(merged[col].notna(), merged[col], out[col])
+        out["noise_floor"] = widest
     for name in BASELINES.values():
         f = out["noise_floor"]
         lo, hi = out[f"cost_{name}_lo"], out[f"cost_{name}_hi"]
@@ -284,7 +300,7 @@ def geomean_scores(metrics: pd.DataFrame) -> pd.DataFrame:
     measured at four connection counts weighs no more than one measured at one. The
     A/A control's twin is not ranked.
     """
-    rel = metrics[~metrics["server"].astype(str).str.endswith(TWIN_SUFFIX)].dropna(subset=["cost_vs_node_http"])
+    rel = metrics[~metrics["server"].astype(str).map(is_twin)].dropna(subset=["cost_vs_node_http"])
     rel = rel.assign(log_rel=lambda d: -np.log(d["cost_vs_node_http"]))
     per_workload = rel.groupby(["server", "workload"], observed=True)["log_rel"].mean().reset_index()
     return (

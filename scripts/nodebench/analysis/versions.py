@@ -20,7 +20,7 @@ import pandas as pd
 
 from nodebench.analysis import intervals
 from nodebench.analysis.metrics import CELL, PEERS, Samples, paired_ratios
-from nodebench.plan import MAJORS, SYSTEM_NODE, on_node, runtime
+from nodebench.plan import MAJORS, SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
 #: The Node.js major every other major is compared with.
 REFERENCE_NODE = "20"
@@ -45,6 +45,12 @@ def _partners(keys: pd.DataFrame, wanted: list[str | None]) -> np.ndarray:
     return np.array([index.get((*p, w), -1) if w else -1 for p, w in zip(peers, wanted, strict=True)], dtype=int)
 
 
+def reference_node(names: list[tuple[str, str]], wanted: str = REFERENCE_NODE) -> str:
+    """The major others are compared with: Node.js 20 when measured, else the oldest major measured."""
+    majors = sorted({int(node) for _, node in names if node != SYSTEM_NODE})
+    return wanted if not majors or int(wanted) in majors else str(majors[0])
+
+
 def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_NODE) -> pd.DataFrame:
     """Every node and major comparison the runs allow: one row per cell and comparison (COLUMNS)."""
     if runs.empty:
@@ -52,11 +58,18 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_
     samples = Samples(runs)
     keys = samples.keys
     names = [runtime(s) for s in keys["server"].astype(str)]
+    reference = reference_node(names, reference)
     cost = samples("us_per_req_elu")
     median_cost = intervals.median_interval(cost)[0]
     comparisons = {
         # Another major of Node.js against the reference, the same server.
-        "node": [on_node(base, reference) if node not in (reference, SYSTEM_NODE) else None for base, node in names],
+        # (An A/A twin is the noise floor's, not a server of its own.)
+        "node": [
+            on_node(base, reference)
+            if node not in (reference, SYSTEM_NODE) and not base.endswith(TWIN_SUFFIX)
+            else None
+            for base, node in names
+        ],
         # A framework's current major against its previous one, the same Node.js.
         "major": [on_node(MAJORS[base], node) if base in MAJORS else None for base, node in names],
     }
@@ -116,7 +129,7 @@ def _phrase(row) -> str:
 def sentences(t: pd.DataFrame) -> list[str]:
     """One generated sentence per server and comparison, saying where the change is beyond the A/A noise floor."""
     out = []
-    for (kind, server), rows in t.groupby(["kind", "server"], sort=True):
+    for (kind, server, _), rows in t.groupby(["kind", "server", t["node"].where(t["kind"] == "major", "")], sort=True):
         rows = rows.dropna(subset=["ratio"])
         if rows.empty:
             continue

@@ -35,3 +35,9 @@ class StorageError(RuntimeError):
     """A job cannot write where its output goes (read-only, full, no permission): fix that, then rerun."""
 
     transient = False
+
+
+class ToolchainError(RuntimeError):
+    """A Node.js version cannot be installed or described: the message says which and why."""
+
+    transient = False

@@ -51,8 +51,10 @@ class Options:
     scratch_dir: str
     node: str
     allow_shared_cpu: bool = False
-    #: The server's Node.js, described by nodejs.install() or nodejs.probe(); None: `node` as it is.
+    #: The server's Node.js, described by node_install.install() or nodejs.probe(); None: `node` as it is.
     server_node: dict | None = None
+    #: The binary that runs the server (checked by nodejs.usable()); None: `node`.
+    server_binary: str | None = None
 
 
 @dataclass(frozen=True)
@@ -148,8 +150,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
         **db_env,
     }
     server_log = scratch / "server.log"
-    server_node = str(Path(opts.server_node["binary"]).resolve()) if opts.server_node else opts.node
-    proc = server.start(server_node, paths.server_file, env, server_cpus, server_log)
+    proc = server.start(opts.server_binary or opts.node, paths.server_file, env, server_cpus, server_log)
     stack.callback(procs.stop, proc)
     workspace.adopt(scratch, "server", proc.pid)
     workload = WORKLOADS[cell.workload]

@@ -14,10 +14,10 @@ import vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 
 from nodebench.analysis.intervals import describe
-from nodebench.analysis.metrics import BASELINES, headline
+from nodebench.analysis.metrics import BASELINES, headline, is_twin, twin_of
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
-from nodebench.plan import TWIN_SUFFIX
+from nodebench.plan import SYSTEM_NODE, runtime
 from nodebench.render import experiment_charts, scenario_charts, version_charts
 from nodebench.render.page import vega_bundle
 from nodebench.render.theme import BOUND_OPACITY, NOT_SERVER_BOUND, server_scale
@@ -44,7 +44,7 @@ def _workloads(df: pd.DataFrame) -> list[str]:
 
 def _no_twins(df: pd.DataFrame) -> pd.DataFrame:
     """Without the A/A control's twin, which repeats its control."""
-    return df[~df["server"].astype(str).str.endswith(TWIN_SUFFIX)]
+    return df[~df["server"].astype(str).map(is_twin)]
 
 
 def whiskers(methods) -> str:
@@ -124,7 +124,7 @@ def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
 def _cost_panel(head: pd.DataFrame, baseline: str, scale: alt.Scale) -> alt.LayerChart:
     """One baseline's cost ratios per workload and server, the A/A noise floor as a band around 1."""
     name = BASELINES[baseline]
-    d = head[head["server"] != baseline].dropna(subset=[f"cost_{name}"])
+    d = head[head["server"].astype(str).map(lambda s: runtime(s)[0]) != baseline].dropna(subset=[f"cost_{name}"])
     d = d.assign(
         ratio=d[f"cost_{name}"],
         lo=d[f"cost_{name}_lo"],
@@ -187,10 +187,9 @@ def cost_ratio(metrics: pd.DataFrame) -> alt.HConcatChart | alt.Chart:
     """The headline ratio: each server's event-loop CPU per request over express's and over node-http's, paired per
     round, with its interval and the A/A noise floor."""
     head = _no_twins(_marked(headline(metrics)))
-    present = [b for b in ("express", "node-http") if b in set(head["server"])]
-    methods = [
-        describe(int(n)) for b in present for n in head.loc[head["server"] != b, f"pairs_{BASELINES[b]}"] if n > 0
-    ]
+    bases = head["server"].astype(str).map(lambda s: runtime(s)[0])
+    present = [b for b in ("express", "node-http") if b in set(bases)]
+    methods = [describe(int(n)) for b in present for n in head.loc[bases != b, f"pairs_{BASELINES[b]}"] if n > 0]
     title = _title(
         "Event-loop CPU per request relative to Express and to node:http (x, log scale; below 1 is cheaper: "
         "lower is better)",
@@ -328,7 +327,8 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
 def framework_share(metrics: pd.DataFrame) -> alt.Chart:
     """Each server's request CPU split into framework and the rest, by both share models."""
     m = _no_twins(_marked(headline(metrics)))
-    m = m[m["server"] != "node-http"]
+    # node:http is the share models' baseline, on every Node.js.
+    m = m[[runtime(s)[0] != "node-http" for s in m["server"].astype(str)]]
     long = pd.concat(
         [
             m.assign(model=model, framework=m[col].clip(0, 1))
@@ -373,12 +373,14 @@ def control_drift(runs: pd.DataFrame) -> alt.Chart:
     """The A/A control's and its twin's event-loop CPU per request in each round, per workload, at the headline
     connections: whether the machine drifted over the run."""
     servers = set(runs["server"].astype(str))
-    twins = sorted(s for s in servers if s.endswith(TWIN_SUFFIX) and s[: -len(TWIN_SUFFIX)] in servers)
+    twins = sorted(
+        (s for s in servers if is_twin(s) and twin_of(s) in servers), key=lambda s: (runtime(s)[1] != SYSTEM_NODE, s)
+    )
     title = "Drift: the A/A control's event-loop CPU per request in each round (µs; flat lines are better)"
     if not twins:
         return _nothing("No A/A control in these runs (config key control): nothing to follow.", _title(title))
     twin = twins[0]
-    control = twin[: -len(TWIN_SUFFIX)]
+    control = twin_of(twin)
     keep = [c for c in ("session", "started_at", "load_generator", "stop") if c in runs]
     columns = ["workload", "server", "connections", "repetition", "us_per_req_elu", *keep]
     r = runs.loc[runs["server"].astype(str).isin([control, twin]), columns]

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from nodebench.analysis.intervals import describe
-from nodebench.analysis.metrics import BASELINES, CELL, PEERS, headline
+from nodebench.analysis.metrics import BASELINES, CELL, PEERS, headline, is_twin, twin_of
 from nodebench.catalogue.thresholds import (
     CLIENT_BOUND_CPU,
     CONFIDENCE,
@@ -20,7 +20,7 @@ from nodebench.catalogue.thresholds import (
     pct,
 )
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS, ordered
-from nodebench.plan import TWIN_SUFFIX
+from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 from nodebench.render.document import Block, Heading, Items, Para, Table, to_markdown
 
 #: The runs' provenance columns machine_line() reads.
@@ -78,14 +78,16 @@ def _percent(x: float) -> str:
 
 
 def twins(metrics: pd.DataFrame) -> list[str]:
-    """The A/A control's second names among the servers (node-http-aa)."""
-    return sorted({s for s in metrics["server"].astype(str) if s.endswith(TWIN_SUFFIX)})
+    """The A/A control's second names among the servers (node-http-aa, node-http-aa@node22), the pipeline's
+    own Node.js first."""
+    found = {s for s in metrics["server"].astype(str) if is_twin(s)}
+    return sorted(found, key=lambda s: (runtime(s)[1] != SYSTEM_NODE, s))
 
 
 def control_server(metrics: pd.DataFrame) -> str | None:
     """The A/A control (the server its twin repeats), or None without one."""
     servers = set(metrics["server"].astype(str))
-    found = [t[: -len(TWIN_SUFFIX)] for t in twins(metrics) if t[: -len(TWIN_SUFFIX)] in servers]
+    found = [twin_of(t) for t in twins(metrics) if twin_of(t) in servers]
     return found[0] if found else None
 
 
@@ -98,9 +100,15 @@ def workload_title(workload: str) -> str:
 # --- The answer ----------------------------------------------------------------------------
 
 
+def _base(server: str) -> str:
+    """The configuration a cell's server name runs, without its Node.js: express for express@node22."""
+    return runtime(server)[0]
+
+
 def _ratio(r, baseline: str, per_ratio_n: bool) -> str:
-    """'0.42x express's (0.40–0.44, beyond noise)' for one cell against one baseline."""
+    """'0.42x express's (0.40–0.44, beyond noise)' for one cell against one baseline (on the cell's own Node.js)."""
     name = BASELINES[baseline]
+    baseline = on_node(baseline, runtime(str(r.server))[1])
     cost = getattr(r, f"cost_{name}")
     if pd.isna(cost):
         return f"n/a against {baseline} (no paired rounds)"
@@ -118,20 +126,20 @@ def _ratio(r, baseline: str, per_ratio_n: bool) -> str:
 def workload_answer(label: str, cells: pd.DataFrame) -> str:
     """One sentence: each server's event-loop CPU per request against express and node-http, with intervals."""
     servers = cells["server"].astype(str)
-    present = [b for b in ANSWER_BASELINES if b in set(servers)]
+    present = [b for b in ANSWER_BASELINES if b in set(servers.map(_base))]
     if not present:
         return f"{label}: neither express nor node-http was measured, so there is no ratio to report."
-    rows = cells[~servers.str.endswith(TWIN_SUFFIX)].sort_values("us_per_req_elu", na_position="last")
+    rows = cells[~servers.map(is_twin)].sort_values("us_per_req_elu", na_position="last")
     ns = {
         int(getattr(r, f"pairs_{BASELINES[b]}"))
         for r in rows.itertuples()
         for b in present
-        if b != r.server and pd.notna(getattr(r, f"cost_{BASELINES[b]}"))
+        if b != _base(r.server) and pd.notna(getattr(r, f"cost_{BASELINES[b]}"))
     }
     per_ratio_n = len(ns) > 1
     clauses = []
     for r in rows.itertuples():
-        ratios = [_ratio(r, b, per_ratio_n) for b in present if b != r.server]
+        ratios = [_ratio(r, b, per_ratio_n) for b in present if b != _base(r.server)]
         if not ratios:
             continue
         first, *rest = ratios
@@ -299,7 +307,7 @@ def _verdict(r) -> str:
 
 def _server(r, control: str | None) -> str:
     server = str(r.server)
-    return f"{server} (A/A twin)" if control and server == control + TWIN_SUFFIX else server
+    return f"{server} (A/A twin)" if control and is_twin(server) else server
 
 
 def _cross(metrics: pd.DataFrame) -> np.ndarray:
@@ -419,7 +427,7 @@ def key(metrics: pd.DataFrame) -> list[str]:
     control = control_server(metrics)
     if control:
         items.append(
-            f"**(A/A twin)**: {control + TWIN_SUFFIX} is {control} measured a second time in every round, from the "
+            f"**(A/A twin)**: {twins(metrics)[0]} is {control} measured a second time in every round, from the "
             f"same file under another name; its ratio to {control} is the noise floor (how far two identical "
             "servers differed on this machine in this run). It is not ranked."
         )
@@ -462,15 +470,19 @@ def cross_session_pairs(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFra
     r = runs[[*CELL, "repetition", "session"]].dropna(subset=["session"])
     r = r.astype({c: str for c in ["workload", "server", "load_generator", "stopping_rule", "stop", "session"]})
     control = control_server(metrics)
+    control = _base(control) if control else None
     baselines = [*BASELINES, *([control] if control and control not in BASELINES else [])]
+    # Every server is paired with a baseline on its own Node.js.
+    r = r.assign(_base=r["server"].map(_base), _node=r["server"].map(lambda s: runtime(s)[1]))
     found = []
     for baseline in baselines:
-        base = r[r["server"] == baseline].drop(columns="server").rename(columns={"session": "base_session"})
-        pairs = r[r["server"] != baseline].merge(base, on=[*PEERS, "repetition"])
+        base = r[r["_base"] == baseline].drop(columns="_base").rename(columns={"session": "base_session"})
+        base = base.rename(columns={"server": "baseline"})
+        pairs = r[r["_base"] != baseline].merge(base, on=[*PEERS, "repetition", "_node"])
         pairs = pairs[pairs["session"] != pairs["base_session"]]
         if baseline == control and baseline not in BASELINES:
-            pairs = pairs[pairs["server"] == control + TWIN_SUFFIX]
-        found.append(pairs.assign(baseline=baseline))
+            pairs = pairs[pairs["server"].map(is_twin)]
+        found.append(pairs.drop(columns=["_base", "_node"]))
     pairs = pd.concat(found, ignore_index=True)
     # express against node-http and node-http against express are one pair of runs.
     first = np.where(pairs["server"] < pairs["baseline"], pairs["server"], pairs["baseline"])
@@ -523,7 +535,8 @@ def share_table(metrics: pd.DataFrame) -> Table:
     """The framework's share of each server's request CPU on every workload, both models."""
     m = headline(metrics)
     servers = m["server"].astype(str)
-    m = m[(servers != "node-http") & ~servers.str.endswith(TWIN_SUFFIX)]
+    base = servers.map(lambda s: runtime(s)[0])
+    m = m[(base != "node-http") & ~base.str.endswith(TWIN_SUFFIX)]
     m = m.assign(_order=m["workload"].astype(str).map({w: i for i, w in enumerate(ordered(m["workload"]))}))
     m = m.sort_values(["_order", "us_per_req_elu"], kind="stable")
 

@@ -11,6 +11,11 @@ SERVER_COLORS = {
     "express-lean": "#ff9896",
     "fastify": "#1f77b4",
     "fastify-schema": "#17becf",
+    # The previous majors: darker shades of their frameworks' colours.
+    "express4": "#8c1c1c",
+    "fastify4": "#0b3c6b",
+    "hono": "#ff7f0e",
+    "koa": "#2ca02c",
 }
 CLIENT_COLORS = {"autocannon": "#4c78a8", "wrk": "#f58518", "ab": "#54a24b"}
 NOT_SERVER_BOUND = "not server-bound"

@@ -4,7 +4,8 @@ framework's current major against its previous one, with the intervals of the pa
 import altair as alt
 import pandas as pd
 
-from nodebench.analysis.versions import MAJOR_NAMES
+from nodebench.analysis.versions import MAJOR_NAMES, node_label
+from nodebench.render.theme import server_scale
 
 
 def versions(t: pd.DataFrame) -> alt.VConcatChart:
@@ -25,7 +26,8 @@ def versions(t: pd.DataFrame) -> alt.VConcatChart:
     ]  # fmt: skip
     x = alt.X("node_major:O", title="Node.js major")
     y = alt.Y("ratio:Q", title=f"CPU per request / on Node.js {reference}", scale=alt.Scale(zero=False))
-    base = alt.Chart(nodes).encode(x=x, color=alt.Color("server:N", title="server"))
+    color = alt.Color("server:N", title="server", scale=server_scale(nodes["server"].unique()))
+    base = alt.Chart(nodes).encode(x=x, color=color)
     node_chart = (
         alt.layer(
             alt.Chart(nodes).mark_rule(color="#888", strokeDash=[4, 3]).encode(y=alt.datum(1.0)),
@@ -39,9 +41,10 @@ def versions(t: pd.DataFrame) -> alt.VConcatChart:
     majors = t[t["kind"] == "major"].copy()
     if majors.empty:
         return alt.vconcat(node_chart)
+    several = majors["node"].nunique() > 1
     majors["change"] = [
-        f"{MAJOR_NAMES.get(o, o)} to {MAJOR_NAMES.get(n, n)}"
-        for o, n in zip(majors["compared_to"], majors["server"], strict=True)
+        f"{MAJOR_NAMES.get(o, o)} to {MAJOR_NAMES.get(n, n)}" + (f" ({node_label(node)})" if several else "")
+        for o, n, node in zip(majors["compared_to"], majors["server"], majors["node"], strict=True)
     ]
     mb = alt.Chart(majors).encode(y=alt.Y("change:N", title=None), color=alt.Color("change:N", legend=None))
     major_chart = (

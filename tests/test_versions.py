@@ -250,3 +250,23 @@ def test_the_main_summary_compares_each_server_with_node_http_on_its_own_node():
     assert "node-http@node22 costs 0.20x express@node22's event-loop CPU per request" in text
     assert "express@node22 5.00x node-http@node22's" in text
     assert "express@node20 6.00x node-http@node20's" in text
+
+
+def test_pairs_measured_far_apart_or_preempted_are_called_out():
+    runs = drifting_runs({("empty", "express"): flat(250.0), ("empty", "express4"): flat(200.0)})
+    # Round r of express at minute 2r, of express4 twenty minutes later; two of express4's runs preempted.
+    minute = {"express": 0, "express4": 20}
+    runs = runs.assign(
+        started_at=[
+            (pd.Timestamp("2026-12-01T00:00:00Z") + pd.Timedelta(minutes=2 * r + minute[s])).isoformat()
+            for s, r in zip(runs["server"], runs["repetition"], strict=True)
+        ],
+        preempted=[s == "express4" and r <= 2 for s, r in zip(runs["server"], runs["repetition"], strict=True)],
+    )
+    t = versions.table(runs, metrics.compute_metrics(runs))
+    row = t.set_index("kind").loc["major"]
+    assert row["pair_gap_min"] == pytest.approx(20.0)
+    assert (row["preempted_runs"], row["preempted_runs_compared"]) == (0, 2)
+    words = versions.sentences(t)[0]
+    assert "1 of these 1 comparisons includes runs flagged as preempted (2 runs)" in words
+    assert "measured up to a median of 20 min apart" in words and "not back to back" in words

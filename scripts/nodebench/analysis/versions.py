@@ -24,12 +24,15 @@ from nodebench.plan import MAJORS, SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
 #: The Node.js major every other major is compared with.
 REFERENCE_NODE = "20"
+#: Pairs whose runs started further apart than this (median, minutes) are called out: not back to back.
+FAR_APART_MIN = 5.0
 #: What a framework configuration's major is, for the words of a report.
 MAJOR_NAMES = {"express": "Express 5", "express4": "Express 4", "fastify": "Fastify 5", "fastify4": "Fastify 4"}
 COLUMNS = [
     "kind", "server", "node", "compared_to", "workload", "connections", "load_generator", "stop",
     "ratio", "ratio_lo", "ratio_hi", "throughput_ratio", "pairs", "coverage", "interval",
     "us_per_req", "us_per_req_compared", "noise_floor", "beyond_noise",
+    "preempted_runs", "preempted_runs_compared", "pair_gap_min",
 ]  # fmt: skip
 
 
@@ -61,6 +64,14 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_
     reference = reference_node(names, reference)
     cost = samples("us_per_req_elu")
     median_cost = intervals.median_interval(cost)[0]
+    # When each run started, in seconds: how far apart a pair's two runs were measured.
+    if "started_at" in runs:
+        started = pd.to_datetime(runs["started_at"].astype(str), utc=True, format="ISO8601")
+        samples.runs = runs.assign(_started_s=(started - started.min()).dt.total_seconds())
+        start = samples("_started_s")
+    else:
+        start = np.full(cost.shape, np.nan)
+    preempted = _preempted(metrics, keys)
     comparisons = {
         # Another major of Node.js against the reference, the same server.
         # (An A/A twin is the noise floor's, not a server of its own.)
@@ -96,6 +107,9 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_
             coverage=ratios[f"pair_coverage_{kind}"][has],
             us_per_req=median_cost[has],
             us_per_req_compared=median_cost[partner[has]],
+            preempted_runs=preempted[has],
+            preempted_runs_compared=preempted[partner[has]],
+            pair_gap_min=_median_rows(np.abs(start[has] - start[partner[has]])) / 60,
         )
         parts.append(rows)
     if not parts:
@@ -111,6 +125,25 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_
         .sort_values(["kind", "server", "workload", "connections", "node"], kind="stable")
         .reset_index(drop=True)
     )
+
+
+def _median_rows(values: np.ndarray) -> np.ndarray:
+    """Each row's median over its non-NaN values; NaN for a row without any (no warning)."""
+    out = np.full(len(values), np.nan)
+    some = ~np.isnan(values).all(axis=1)
+    out[some] = np.nanmedian(values[some], axis=1)
+    return out
+
+
+def _preempted(metrics: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
+    """Per cell of keys, how many of its runs the metrics flagged as preempted (0 where unknown)."""
+    if "preempted_runs" not in metrics:
+        return np.zeros(len(keys), dtype=int)
+    cols = [c for c in keys.columns if c in metrics]
+    found = keys.astype(str).merge(
+        metrics[[*cols, "preempted_runs"]].astype({c: str for c in cols}), on=cols, how="left"
+    )
+    return found["preempted_runs"].fillna(0).to_numpy(dtype=int)
 
 
 def _noise_floors(metrics: pd.DataFrame) -> pd.DataFrame:
@@ -161,7 +194,23 @@ def sentences(t: pd.DataFrame) -> list[str]:
             verdict = "no A/A noise floor was measured for these cells, so there is no verdict against noise."
         else:
             verdict = f"every change is within {floor_text}: not distinguishable from noise on this machine."
-        out.append(f"{lead}. {verdict[0].upper()}{verdict[1:]}")
+        caveats = []
+        spoiled = rows[(rows["preempted_runs"] > 0) | (rows["preempted_runs_compared"] > 0)]
+        if len(spoiled):
+            n = int(spoiled["preempted_runs"].sum() + spoiled["preempted_runs_compared"].sum())
+            caveats.append(
+                f"{len(spoiled)} of these {len(rows)} comparisons {'includes' if len(spoiled) == 1 else 'include'} "
+                f"runs flagged as preempted ({n} run{'' if n == 1 else 's'}): read them with care"
+            )
+        apart = rows[rows["pair_gap_min"] > FAR_APART_MIN]
+        if len(apart):
+            caveats.append(
+                f"{len(apart)} of them {'pairs' if len(apart) == 1 else 'pair'} runs measured up to a median of "
+                f"{apart['pair_gap_min'].max():.0f} min apart "
+                "(a cell the main matrix shares is measured in its rounds first), not back to back"
+            )
+        tail = "".join(f" {c[0].upper()}{c[1:]}." for c in caveats)
+        out.append(f"{lead}. {verdict[0].upper()}{verdict[1:]}{tail}")
     return out
 
 

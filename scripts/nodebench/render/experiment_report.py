@@ -401,6 +401,14 @@ def _ratio(r) -> str:
     return f"{r.ratio:.2f}x [{r.ratio_lo:.2f}–{r.ratio_hi:.2f}]" if pd.notna(r.ratio_lo) else f"{r.ratio:.2f}x"
 
 
+def _preempted(r) -> str:
+    return f" ‡{r.preempted_runs}/{r.preempted_runs_compared}" if r.preempted_runs or r.preempted_runs_compared else ""
+
+
+def _gap(r) -> str:
+    return "n/a" if pd.isna(r.pair_gap_min) else f"{r.pair_gap_min:.1f} min"
+
+
 def _beyond(value) -> str:
     return "n/a" if pd.isna(value) else ("**yes**" if value else "no")
 
@@ -439,11 +447,17 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             by = {r.node: r for r in grp.itertuples()}
             first = grp.iloc[0]
             cells = "".join(
-                f" {_ratio(by[m])}{' †' if _beyond(by[m].beyond_noise) == '**yes**' else ''} |" if m in by else " n/a |"
+                f" {_ratio(by[m])}{' †' if _beyond(by[m].beyond_noise) == '**yes**' else ''}{_preempted(by[m])} |"
+                if m in by
+                else " n/a |"
                 for m in majors
             )
             parts.append(f"| {server} | {workload} | {conn} | {first['us_per_req_compared']:.1f} |{cells}")
-        parts += ["", "† beyond the A/A noise floor."]
+        parts += [
+            "",
+            "† beyond the A/A noise floor. ‡ k/m: k of this cell's runs and m of Node.js "
+            f"{ref}'s were flagged as preempted (the server's CPU was taken from it in the window).",
+        ]
     changes = t[t["kind"] == "major"]
     if len(changes):
         parts += [
@@ -451,8 +465,8 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             "### Framework majors on the same Node.js",
             "",
             "| change | Node.js | workload | conn | us/req old | us/req new | new / old [interval] | req/s new / old "
-            "| noise floor | beyond noise |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+            "| noise floor | beyond noise | preempted runs new / old | pairs apart (median) |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
         ]
         for r in changes.itertuples():
             change = f"{ver.MAJOR_NAMES.get(r.compared_to, r.compared_to)} to {ver.MAJOR_NAMES.get(r.server, r.server)}"
@@ -460,7 +474,7 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             parts.append(
                 f"| {change} | {ver.node_label(r.node)} | {r.workload} | {r.connections} | {r.us_per_req_compared:.1f} "
                 f"| {r.us_per_req:.1f} | {_ratio(r)} | {r.throughput_ratio:.2f}x | {floor} "
-                f"| {_beyond(r.beyond_noise)} |"
+                f"| {_beyond(r.beyond_noise)} | {r.preempted_runs} / {r.preempted_runs_compared} | {_gap(r)} |"
             )
     parts += ["", "### In words", ""]
     parts += [f"- {line}" for line in ver.sentences(t)]

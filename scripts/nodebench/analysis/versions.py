@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from nodebench.analysis import intervals
-from nodebench.analysis.metrics import CELL, PEERS, Samples, paired_ratios
+from nodebench.analysis.metrics import PEERS, Samples, paired_ratios
 from nodebench.plan import MAJORS, SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
 #: The Node.js major every other major is compared with.
@@ -214,4 +214,4 @@ def sentences(t: pd.DataFrame) -> list[str]:
     return out
 
 
-__all__ = ["CELL", "COLUMNS", "MAJORS", "REFERENCE_NODE", "sentences", "table"]
+__all__ = ["COLUMNS", "MAJORS", "REFERENCE_NODE", "sentences", "table"]

@@ -95,12 +95,24 @@ const isId = (raw) => typeof raw === 'string' && /^[0-9]{1,9}$/.test(raw);
 // Only application/json bodies are parsed (415 otherwise), as Fastify does natively.
 const isJsonType = (ctype) => typeof ctype === 'string' && /^application\/json\s*(;|$)/i.test(ctype);
 
+// An email address as Ajv's "email" format reads one (fast mode).
+const EMAIL = /^[a-z0-9!#$%&'*+/=?^_`{|}~-]+(?:\.[a-z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/i;
+// Seed 001's stand-in for the database: a fixed setTimeout in its slow variant.
+const CRUD_DELAY_MS = 2;
 // Each returns null for a valid value, or the message of the 400 it gets.
 const check = {
   user(b) {
     if (!isObject(b)) return 'body must be a JSON object';
     if (typeof b.name !== 'string' || b.name.length === 0) return 'name must be a non-empty string';
     if (!Number.isInteger(b.age)) return 'age must be an integer';
+    return null;
+  },
+  // Seed 001's CRUD body (its Fastify schema's rules; Express configurations use express-validator instead).
+  account(b) {
+    if (!isObject(b)) return 'body must be a JSON object';
+    if (typeof b.email !== 'string' || !EMAIL.test(b.email)) return 'email must be an email address';
+    if (typeof b.name !== 'string' || b.name.length < 1 || b.name.length > 100) return 'name must be 1 to 100 characters';
+    if (!Number.isInteger(b.age) || b.age < 0 || b.age > 150) return 'age must be an integer from 0 to 150';
     return null;
   },
   teas(b) {
@@ -126,6 +138,16 @@ const SCHEMAS = {
     type: 'object',
     properties: { name: { type: 'string', minLength: 1 }, age: { type: 'integer' } },
     required: ['name', 'age'],
+  },
+  // Seed 001's schema, as it wrote it.
+  accountBody: {
+    type: 'object',
+    required: ['email', 'name', 'age'],
+    properties: {
+      email: { type: 'string', format: 'email' },
+      name: { type: 'string', minLength: 1, maxLength: 100 },
+      age: { type: 'integer', minimum: 0, maximum: 150 },
+    },
   },
   teasBody: {
     type: 'object',
@@ -155,6 +177,16 @@ const RESPONSE_SCHEMAS = {
   params: { type: 'object', properties: { id: { type: 'integer' }, fields: { type: 'string' } } },
   created: { type: 'object', properties: { id: { type: 'integer' }, name: { type: 'string' }, age: { type: 'integer' } } },
   count: { type: 'object', properties: { count: { type: 'integer' } } },
+  account: {
+    type: 'object',
+    properties: {
+      id: { type: 'integer' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      age: { type: 'integer' },
+      createdAt: { type: 'string' },
+    },
+  },
   teas: {
     type: 'array',
     items: {
@@ -180,6 +212,13 @@ const FASTIFY_OPTIONS = {
   ajv: { customOptions: { coerceTypes: false, removeAdditional: false } },
 };
 
+// Seed 003's synchronous work per /block request, spun on the clock so it is BLOCK_MS on any machine.
+const BLOCK_MS = 20;
+const FAST = { fast: true };
+const BLOCKED = { blocked_ms: BLOCK_MS };
+// The longest wait /delay/:ms accepts.
+const MAX_DELAY_MS = 1000;
+const isDelay = (raw) => /^[0-9]{1,4}$/.test(raw) && Number(raw) <= MAX_DELAY_MS;
 const NOT_FOUND = { status: 404, body: { error: 'not found' } };
 const bad = (message) => ({ status: 400, body: { error: message } });
 
@@ -203,6 +242,31 @@ function makeScenarios(pool) {
     async later(id) {
       await new Promise(setImmediate);
       return { status: 200, body: { id } };
+    },
+    // Seed 001's CRUD answer after validation: the fields back with a time id and stamp, after the
+    // slow variant's setTimeout (its simulated database).
+    account: (delayMs) => async (b) => {
+      if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
+      return {
+        status: 201,
+        body: { id: Date.now(), email: b.email, name: b.name, age: b.age, createdAt: new Date().toISOString() },
+      };
+    },
+    // Seed 003's routes: /fast awaits one microtask; /block holds the thread BLOCK_MS by the clock.
+    async fast() {
+      await null;
+      return { status: 200, body: FAST };
+    },
+    block() {
+      const until = performance.now() + BLOCK_MS;
+      while (performance.now() < until);
+      return { status: 200, body: BLOCKED };
+    },
+    // Seed 000's naive benchmark: a fixed setTimeout where a query would be, then `empty`'s answer.
+    async delayed(rawMs) {
+      if (!isDelay(rawMs)) return bad(`delay must be a whole number of milliseconds up to ${MAX_DELAY_MS}`);
+      await new Promise((resolve) => setTimeout(resolve, Number(rawMs)));
+      return { status: 200, body: STATIC_USER };
     },
   };
 }
@@ -422,6 +486,7 @@ function closeHttp(server, pool) {
 
 module.exports = {
   BODY_LIMIT_BYTES,
+  CRUD_DELAY_MS,
   FASTIFY_OPTIONS,
   MIDDLEWARES,
   NOT_FOUND,

@@ -40,7 +40,11 @@ app.get('/people/:id', (ctx) => reply(ctx, s.params(ctx.req.param('id'), ctx.req
 app.post('/users', ...post(c.check.user, s.createUser));
 app.post('/signups', ...post(c.check.user, s.createUserDb));
 app.post('/teas/bulk', ...post(c.check.teas, s.bulkTeas));
+app.post('/crud/users', ...post(c.check.account, s.account(0)));
+app.post('/crud/users-2ms', ...post(c.check.account, s.account(c.CRUD_DELAY_MS)));
 app.get('/teas', (ctx) => reply(ctx, s.teas()));
+app.get('/fast', async (ctx) => reply(ctx, await s.fast()));
+app.get('/block', (ctx) => reply(ctx, s.block()));
 for (let i = 0; i < c.ROUTES; i++) {
   app.get(`/r${i}`, (ctx) => reply(ctx, s.staticRoute(i)));
   app.get(c.paramRoute(i), (ctx) => reply(ctx, s.paramRoute(i, ctx.req.param('id'), ctx.req.param('item'))));
@@ -52,6 +56,7 @@ const middlewares = Array.from({ length: c.MIDDLEWARES }, (_, i) => async (ctx, 
 });
 app.get('/mw', ...middlewares, (ctx) => reply(ctx, s.middlewares(ctx.get('mw'))));
 app.get('/async/:id', async (ctx) => reply(ctx, await s.later(ctx.req.param('id'))));
+app.get('/delay/:ms', async (ctx) => reply(ctx, await s.delayed(ctx.req.param('ms'))));
 app.get('/__whoami', (ctx) => ctx.json(probe.whoami()));
 app.get('/__elu/start', (ctx) => ctx.json(probe.eluStart()));
 app.get('/__elu/stop', async (ctx) => reply(ctx, await probe.eluStop()));

@@ -50,7 +50,11 @@ router.get('/people/:id', (ctx) => reply(ctx, s.params(ctx.params.id, ctx.query.
 router.post('/users', ...post(c.check.user, s.createUser));
 router.post('/signups', ...post(c.check.user, s.createUserDb));
 router.post('/teas/bulk', ...post(c.check.teas, s.bulkTeas));
+router.post('/crud/users', ...post(c.check.account, s.account(0)));
+router.post('/crud/users-2ms', ...post(c.check.account, s.account(c.CRUD_DELAY_MS)));
 router.get('/teas', (ctx) => reply(ctx, s.teas()));
+router.get('/fast', async (ctx) => reply(ctx, await s.fast()));
+router.get('/block', (ctx) => reply(ctx, s.block()));
 for (let i = 0; i < c.ROUTES; i++) {
   router.get(`/r${i}`, (ctx) => reply(ctx, s.staticRoute(i)));
   router.get(c.paramRoute(i), (ctx) => reply(ctx, s.paramRoute(i, ctx.params.id, ctx.params.item)));
@@ -62,6 +66,7 @@ const middlewares = Array.from({ length: c.MIDDLEWARES }, (_, i) => async (ctx, 
 });
 router.get('/mw', ...middlewares, (ctx) => reply(ctx, s.middlewares(ctx.state.mw)));
 router.get('/async/:id', async (ctx) => reply(ctx, await s.later(ctx.params.id)));
+router.get('/delay/:ms', async (ctx) => reply(ctx, await s.delayed(ctx.params.ms)));
 router.get('/__whoami', (ctx) => reply(ctx, { status: 200, body: probe.whoami() }));
 router.get('/__elu/start', (ctx) => reply(ctx, { status: 200, body: probe.eluStart() }));
 router.get('/__elu/stop', async (ctx) => reply(ctx, await probe.eluStop()));

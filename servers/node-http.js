@@ -113,7 +113,11 @@ router.add('GET', '/people/:id', (req, res, p, q) => reply(res, s.params(p.id, q
 router.add('POST', '/users', post(c.check.user, s.createUser));
 router.add('POST', '/signups', post(c.check.user, s.createUserDb));
 router.add('POST', '/teas/bulk', post(c.check.teas, s.bulkTeas));
+router.add('POST', '/crud/users', post(c.check.account, s.account(0)));
+router.add('POST', '/crud/users-2ms', post(c.check.account, s.account(c.CRUD_DELAY_MS)));
 router.add('GET', '/teas', (req, res) => reply(res, s.teas()));
+router.add('GET', '/fast', (req, res) => s.fast().then((r) => reply(res, r), fail(res)));
+router.add('GET', '/block', (req, res) => reply(res, s.block()));
 for (let i = 0; i < c.ROUTES; i++) {
   router.add('GET', `/r${i}`, (req, res) => reply(res, s.staticRoute(i)));
   router.add('GET', c.paramRoute(i), (req, res, p) => reply(res, s.paramRoute(i, p.id, p.item)));
@@ -128,6 +132,7 @@ router.add('GET', '/mw', (req, res) => {
   reply(res, s.middlewares(req.mw));
 });
 router.add('GET', '/async/:id', (req, res, p) => s.later(p.id).then((r) => reply(res, r), fail(res)));
+router.add('GET', '/delay/:ms', (req, res, p) => s.delayed(p.ms).then((r) => reply(res, r), fail(res)));
 router.add('GET', '/__whoami', (req, res) => send(res, 200, probe.whoami()));
 router.add('GET', '/__elu/start', (req, res) => send(res, 200, probe.eluStart()));
 router.add('GET', '/__elu/stop', (req, res) => probe.eluStop().then((r) => reply(res, r), fail(res)));

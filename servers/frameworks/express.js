@@ -4,6 +4,7 @@
 // Bodies are parsed by express.json() on the POST routes only and validated by the contract's
 // hand validators; errors (413, 400 for JSON that does not parse) are answered as JSON.
 const http = require('node:http');
+const { body, validationResult } = require('express-validator');
 const c = require('../contract.js');
 
 // options: {name, pkg (the npm package, so a configuration can name another major), lean}
@@ -47,6 +48,30 @@ module.exports = function start({ name, pkg = 'express', lean = false }) {
   app.post('/signups', ...post(c.check.user, s.createUserDb));
   app.post('/teas/bulk', ...post(c.check.teas, s.bulkTeas));
   app.get('/teas', (req, res) => reply(res, s.teas()));
+  app.get('/fast', handle(async (req, res) => reply(res, await s.fast())));
+  app.get('/block', (req, res) => reply(res, s.block()));
+  // Seed 003's failure modes, wrong on purpose: a middleware that forgets next() (the request hangs) and
+  // an async handler that throws, not wrapped (Express 4 leaves the rejection unhandled; Express 5 answers 500).
+  // eslint-disable-next-line no-unused-vars
+  app.get('/hang', (req, res, next) => {}, (req, res) => reply(res, s.hello()));
+  app.get('/throws', async () => {
+    throw new Error('thrown in an async handler');
+  });
+  // Seed 001's route as it wrote it: express-validator's chain, then validationResult.
+  const account = (delayMs) => [
+    onlyJson,
+    json,
+    body('email').isEmail(),
+    body('name').isString().isLength({ min: 1, max: 100 }),
+    body('age').isInt({ min: 0, max: 150 }),
+    handle(async (req, res) => {
+      const errors = validationResult(req);
+      if (!errors.isEmpty()) return res.status(400).json({ error: 'invalid body', errors: errors.array() });
+      reply(res, await s.account(delayMs)(req.body));
+    }),
+  ];
+  app.post('/crud/users', ...account(0));
+  app.post('/crud/users-2ms', ...account(c.CRUD_DELAY_MS));
   for (let i = 0; i < c.ROUTES; i++) {
     app.get(`/r${i}`, (req, res) => reply(res, s.staticRoute(i)));
     app.get(c.paramRoute(i), (req, res) => reply(res, s.paramRoute(i, req.params.id, req.params.item)));
@@ -58,6 +83,7 @@ module.exports = function start({ name, pkg = 'express', lean = false }) {
   });
   app.get('/mw', ...middlewares, (req, res) => reply(res, s.middlewares(req.mw)));
   app.get('/async/:id', handle(async (req, res) => reply(res, await s.later(req.params.id))));
+  app.get('/delay/:ms', handle(async (req, res) => reply(res, await s.delayed(req.params.ms))));
   app.get('/__whoami', (req, res) => res.json(probe.whoami()));
   app.get('/__elu/start', (req, res) => res.json(probe.eluStart()));
   app.get('/__elu/stop', handle(async (req, res) => reply(res, await probe.eluStop())));

@@ -43,7 +43,13 @@ module.exports = function start({ name, pkg = 'fastify', responseSchemas = false
   app.post('/teas/bulk', schema({ body: c.SCHEMAS.teasBody }, { 201: R.count }), async (req, rep) =>
     reply(rep, s.bulkTeas(req.body)),
   );
+  // Seed 001's route as it wrote it: the body schema and the 201 response schema (every configuration).
+  const account = { schema: { body: c.SCHEMAS.accountBody, response: { 201: R.account } } };
+  app.post('/crud/users', account, async (req, rep) => reply(rep, await s.account(0)(req.body)));
+  app.post('/crud/users-2ms', account, async (req, rep) => reply(rep, await s.account(c.CRUD_DELAY_MS)(req.body)));
   app.get('/teas', schema({}, { 200: R.teas }), async (req, rep) => reply(rep, s.teas()));
+  app.get('/fast', async (req, rep) => reply(rep, await s.fast()));
+  app.get('/block', async (req, rep) => reply(rep, s.block()));
   for (let i = 0; i < c.ROUTES; i++) {
     app.get(`/r${i}`, schema({}, { 200: R.route }), async (req, rep) => reply(rep, s.staticRoute(i)));
     app.get(c.paramRoute(i), schema({}, { 200: R.route }), async (req, rep) =>
@@ -60,6 +66,7 @@ module.exports = function start({ name, pkg = 'fastify', responseSchemas = false
     reply(rep, s.middlewares(req.mw)),
   );
   app.get('/async/:id', schema({}, { 200: R.asyncId }), async (req, rep) => reply(rep, await s.later(req.params.id)));
+  app.get('/delay/:ms', schema({}, one), async (req, rep) => reply(rep, await s.delayed(req.params.ms)));
   app.get('/__whoami', async () => probe.whoami());
   app.get('/__elu/start', async () => probe.eluStart());
   app.get('/__elu/stop', async (req, rep) => reply(rep, await probe.eluStop()));

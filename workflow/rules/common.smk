@@ -28,7 +28,7 @@ SERVERS_DIR = Path(workflow.basedir) / "servers"
 NOT_SERVERS = {"contract"}
 SERVER_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 # Directories under data/ that are not scopes.
-DATA_DIRS = {"runs", "logs", "database", "toolchain"}
+DATA_DIRS = {"runs", "logs", "database", "toolchain", "claims"}
 
 
 def available_servers():
@@ -230,6 +230,14 @@ wildcard_constraints:
     stop=r"\d+(\.\d+)?s|\d+req",
 
 
+CATALOGUE_MODULE = "scripts/nodebench/catalogue/workloads.py"
+
+
+def workload_entry(wildcards):
+    """A cell's workload as the catalogue defines it (every field), the measurement's parameter for it."""
+    return repr(CATALOGUE[wildcards.workload])
+
+
 def measure_inputs(wildcards):
     """This cell's files only: its server and what that server loads, its workload's and its client's files."""
     server = f"servers/{plan.server_file(wildcards.server, config)}.js"
@@ -241,7 +249,9 @@ def measure_inputs(wildcards):
         "node_modules": NODE_MODULES,
         "database": DATABASE_INFO,
         "run_schema": "workflow/schemas/run-record.schema.yaml",
-        "code": code("measure_run.py"),
+        # The catalogue module is not an input: the cell's own entry is a parameter
+        # (workload_entry), so adding or editing another workload re-measures nothing here.
+        "code": [m for m in code("measure_run.py") if m != CATALOGUE_MODULE],
     }
     fixture = CATALOGUE[wildcards.workload].answer_fixture
     if fixture:

@@ -21,5 +21,6 @@ rule measure_run:
         scratch_dir=config["scratch_dir"],
         allow_shared_cpu=config["allow_shared_cpu"],
         database=database_params(),
+        workload=workload_entry,
     script:
         "../../scripts/measure_run.py"

@@ -32,7 +32,7 @@ class Workload:
     answer: object = None
     #: How the answer is compared: "exact" (equal to the expected one), "error" (an object whose
     #: "error" is a string: frameworks word their 400s differently) or "created" (the request
-    #: body's fields plus an integer id).
+    #: body's fields plus an integer id, and any `stamps`).
     match: str = "exact"
     #: Requests that must be refused, with the status each must get.
     rejects: tuple[tuple[str, int], ...] = field(default_factory=tuple)
@@ -53,6 +53,10 @@ class Workload:
     answer_varies: bool = False
     #: The seed's column heading, for the score table set beside the seed's.
     seed_label: str = ""
+    #: For match "created": string fields the server adds beside the id (a creation time).
+    stamps: tuple[str, ...] = ()
+    #: The frameworks whose servers answer it (by /__whoami's framework); None: every server.
+    frameworks: tuple[str, ...] | None = None
 
     def body_bytes(self) -> bytes | None:
         """The request body as sent: compact JSON."""
@@ -60,6 +64,10 @@ class Workload:
 
 
 SMALL_BODY = {"name": "Mio", "age": 3}
+#: Seed 001's request body.
+ACCOUNT_BODY = {"email": "mio@example.com", "name": "Mio", "age": 3}
+#: The fixed waits of seed 000's naive setTimeout benchmark (delay-<ms>ms).
+DELAYS_MS = (1, 5, 20)
 #: body-50's 50 items (about 2.8 KB as compact JSON).
 BULK_BODY = {
     "items": [
@@ -217,6 +225,53 @@ WORKLOADS: dict[str, Workload] = {
             answer_varies=True,
             connections=(50,),
             score_set=DATABASE_SET,
+        ),
+        # --- Seed 001's CRUD endpoint: its body validated (express-validator in Express, the schema in
+        # Fastify), answered 201 with a time id and stamp, with its 2 ms setTimeout "database" and without ---
+        *(
+            Workload(
+                name=f"crud{suffix}",
+                description=f"seed 001's POST /users: email, name and age validated, answered 201{what}",
+                path=f"/crud/users{suffix}",
+                method="POST",
+                body=ACCOUNT_BODY,
+                status=201,
+                queries_per_request=0,
+                match="created",
+                stamps=("createdAt",),
+                connections=(20,),
+            )
+            for suffix, what in (("", ""), ("-2ms", " after a 2 ms setTimeout"))
+        ),
+        # --- Seed 003's queueing on one thread ---
+        Workload(
+            name="fast",
+            description="seed 003's /fast: the handler awaits one microtask",
+            path="/fast",
+            queries_per_request=0,
+            answer={"fast": True},
+            connections=(50,),
+        ),
+        Workload(
+            name="block",
+            description="seed 003's /block: 20 ms of synchronous work (spun on the clock) per request",
+            path="/block",
+            queries_per_request=0,
+            answer={"blocked_ms": 20},
+            connections=(50, 200),
+        ),
+        # --- Seed 000's naive benchmark: a fixed setTimeout instead of the query, then empty's answer ---
+        *(
+            Workload(
+                name=f"delay-{ms}ms",
+                description=f"waits a {ms} ms setTimeout, then answers empty's object: a wait that costs no CPU",
+                path=f"/delay/{ms}",
+                queries_per_request=0,
+                answer_fixture="static-user.json",
+                rejects=(("/delay/x", 400),),
+                connections=(50,),
+            )
+            for ms in DELAYS_MS
         ),
     )
 }

@@ -51,8 +51,11 @@ def answer_problem(workload: Workload, status: int, headers: dict, body: bytes, 
     if workload.match == "created":
         want = {**workload.body}
         ok = isinstance(got, dict) and isinstance(got.get("id"), int) and {k: got.get(k) for k in want} == want
-        if not ok or set(got) != {"id", *want}:
-            return f"answered {json.dumps(got)[:300]}, expected the request's {json.dumps(want)} with an integer id"
+        ok = ok and all(isinstance(got.get(k), str) for k in workload.stamps)
+        if not ok or set(got) != {"id", *want, *workload.stamps}:
+            stamps = "".join(f" and a string {k}" for k in workload.stamps)
+            wanted = f"the request's {json.dumps(want)} with an integer id{stamps}"
+            return f"answered {json.dumps(got)[:300]}, expected {wanted}"
         return None
     if got != expected:
         source = "the database holds" if workload.answer_sql else "the catalogue expects"

@@ -22,6 +22,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/charts.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/claims.smk"
 
 
 # Light jobs that a cluster executor runs on the submitting host instead of as
@@ -44,6 +45,9 @@ localrules:
     build_index_page,
     list_outputs,
     list_all_outputs,
+    compute_claims,
+    write_ledger,
+    list_claims_outputs,
 
 
 rule all:

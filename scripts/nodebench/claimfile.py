@@ -1,0 +1,129 @@
+"""claims.yaml as data, without pandas: the checks the workflow runs when it plans (see analysis/claims.py).
+
+Kept free of heavy imports because the Snakefile reads it on every invocation.
+"""
+
+import ast
+from collections.abc import Mapping
+
+COMPARES = ("equal", "same", "at_most", "order")
+#: What a cell selector may name: a cell's key columns.
+SELECTOR_KEYS = ("workload", "server", "connections", "load_generator", "stop")
+#: The functions a statistic may call (analysis/claims.py defines them).
+FUNCTION_NAMES = ("max", "min", "abs", "closed_loop_latency")
+_ALLOWED = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.USub,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.Name,
+    ast.Load,
+    ast.Call,
+    ast.Constant,
+)
+
+
+def names_in(expression: str) -> set[str]:
+    """The aliases an expression reads (its names other than the functions)."""
+    return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)} - set(FUNCTION_NAMES)
+
+
+def describe_selector(selector: Mapping) -> str:
+    return ", ".join(f"{k} {selector[k]}" for k in SELECTOR_KEYS if k in selector)
+
+
+def statistic_problem(expression: str, aliases) -> str | None:
+    """What is wrong with a statistic as written (None when it is a well-formed expression of the aliases)."""
+    try:
+        tree = ast.parse(expression, mode="eval")
+    except SyntaxError as e:
+        return f"statistic {expression!r} is not an expression: {e.msg}"
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED) or (
+            isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in FUNCTION_NAMES)
+        ):
+            return (
+                f"statistic {expression!r} may use numbers, its cells' names, + - * / and {', '.join(FUNCTION_NAMES)}"
+            )
+        if isinstance(node, ast.Constant) and (not isinstance(node.value, int | float) or isinstance(node.value, bool)):
+            return f"statistic {expression!r} has a constant that is not a number"
+    unknown = names_in(expression) - set(aliases)
+    if unknown:
+        return f"the statistic names {', '.join(sorted(unknown))}, not among its cells ({', '.join(aliases)})"
+    return None
+
+
+def check(claims: list[Mapping]) -> list[str]:
+    """What is wrong with the claims as data (empty when nothing is): ids, comparisons, statistics."""
+    problems, seen = [], set()
+    for c in claims:
+        cid = c.get("id", "?")
+        if cid in seen:
+            problems.append(f"claim id {cid!r} appears twice")
+        seen.add(cid)
+        if c.get("pending") or c.get("untestable"):
+            continue
+        compare = c.get("compare")
+        if compare not in COMPARES:
+            problems.append(f"{cid}: compare is {compare!r}; one of {', '.join(COMPARES)}")
+            continue
+        cells = c.get("cells") or {}
+        if compare == "order":
+            missing = [a for a in c.get("order") or [] if a not in cells]
+            if missing or not c.get("order"):
+                problems.append(
+                    f"{cid}: order must list its cells' aliases (unknown: {', '.join(missing) or 'none given'})"
+                )
+            continue
+        problem = statistic_problem(str(c.get("statistic", "")), cells)
+        if problem:
+            problems.append(f"{cid}: {problem}")
+        need = {"equal": ["figure", "tolerance"], "same": ["null", "tolerance"], "at_most": ["limit"]}[compare]
+        problems += [f"{cid}: compare {compare} needs {k!r}" for k in need if c.get(k) is None]
+        for alias, selector in cells.items():
+            unknown = set(selector) - {*SELECTOR_KEYS, "figure", "label"}
+            if unknown:
+                problems.append(
+                    f"{cid}: cell {alias} names {', '.join(sorted(unknown))}; a cell is chosen by "
+                    f"{', '.join(SELECTOR_KEYS)} (and figure)"
+                )
+    return problems
+
+
+def measured_scopes(claims: list[Mapping]) -> list[str]:
+    """The scopes whose runs the ledger reads: those of claims that are measured."""
+    return list(dict.fromkeys(c["scope"] for c in claims if not (c.get("pending") or c.get("untestable"))))
+
+
+def resolve(claim: Mapping, cells: list[tuple] | None) -> str | None:
+    """Why a measured claim cannot be answered by its scope's planned cells (None when each selector
+    matches exactly one of them). cells: the scope's (workload, server, connections, load generator, stop);
+    None when the scope does not exist."""
+    if cells is None:
+        return (
+            f"its scope {claim['scope']!r} is neither the main matrix (overall) nor an experiment in experiments.yaml"
+        )
+    planned = [dict(zip(SELECTOR_KEYS, map(str, c), strict=True)) for c in cells]
+    for alias, selector in claim["cells"].items():
+        if claim.get("scores"):
+            if not any(p["server"] == selector["server"] for p in planned):
+                return f"{claim['scope']} does not measure {selector['server']}"
+            continue
+        want = {k: str(selector[k]) for k in SELECTOR_KEYS if k in selector}
+        found = {tuple(p.values()) for p in planned if all(p[k] == v for k, v in want.items())}
+        if not found:
+            return f"{claim['scope']} does not measure cell {alias} ({describe_selector(selector)})"
+        if len(found) > 1:
+            differ = [k for i, k in enumerate(SELECTOR_KEYS) if len({f[i] for f in found}) > 1]
+            many = f"{len(found)} cells of {claim['scope']}"
+            return f"cell {alias} ({describe_selector(selector)}) is {many}: name its {' and '.join(differ)}"
+    return None
+
+
+def unresolved(claim: Mapping, reason: str) -> Mapping:
+    """The claim as not testable with this configuration."""
+    return {**claim, "untestable": f"not measured with this configuration: {reason}"}

@@ -1,0 +1,103 @@
+"""reports/claims/index.md and index.html: the claims ledger, written from one list of blocks."""
+
+import html
+
+import pandas as pd
+
+from nodebench.analysis import claims as C
+from nodebench.render.document import Block, Heading, Items, Para, Table, to_html, to_markdown
+from nodebench.render.page import STYLE
+
+TITLE = "The claims ledger: published framework benchmarks, re-measured"
+ROW_CLASS = {
+    C.REPRODUCED: "reproduced",
+    C.DIRECTION: "direction",
+    C.NOT_REPRODUCED: "refuted",
+    C.UNTESTABLE: "untestable",
+    C.PENDING: "pending",
+}
+LEDGER_STYLE = """
+td { white-space: normal; vertical-align: top; max-width: 28em; }
+tr.reproduced td:nth-child(4) { color: #070; font-weight: bold; }
+tr.direction td:nth-child(4) { color: #a60; font-weight: bold; }
+tr.refuted td:nth-child(4) { color: #a00; font-weight: bold; }
+tr.untestable td, tr.pending td { color: #777; }
+"""
+
+
+def _published(row) -> str:
+    text = row["published_text"] if row["published_text"] not in ("", "n/a") else ""
+    cond = f" *({row['published_conditions']})*" if row["published_conditions"] else ""
+    return (text or "-") + cond
+
+
+def _ours(row) -> str:
+    if not row["ours_text"]:
+        return "-"
+    where = f"[{row['scope']}](../{row['scope']}/index.html)" if row["scope"] else ""
+    interval = f", {row['interval']}" if row["interval"] else ""
+    cond = f" *({row['ours_conditions']})*" if row["ours_conditions"] else ""
+    return f"**{row['ours_text']}** ({where}{interval}){cond}"
+
+
+def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Block]:
+    """The ledger as blocks: what the verdicts mean, the tally, then one table per seed."""
+    counts = ledger["verdict"].value_counts()
+    tally = ", ".join(f"{counts[v]} {v}" for v in C.VERDICTS if v in counts)
+    out: list[Block] = [
+        Para(
+            f"{len(ledger)} published claims from {ledger['seed'].nunique()} seeds, each beside our measurement of it: "
+            f"{tally}. Every verdict is computed from the data by the rule in its claim's entry in `claims.yaml`."
+        ),
+        Items(
+            [
+                "**Ours** is the claim's statistic computed round by round from runs of the same round, then its "
+                "median over rounds with the order-statistic interval for that median; n and the interval's "
+                "coverage are printed beside it (n=3 is min-max and covers 75 %, n=5 94 %, n=10 2nd-9th 98 %).",
+                f"**{C.REPRODUCED}**: within the claim's tolerance of the published figure (or, for a claim of no "
+                f"difference, no difference shown). **{C.DIRECTION}**: the sign holds (our interval excludes "
+                f"no effect), the size does not. **{C.NOT_REPRODUCED}**: neither. **{C.UNTESTABLE}** and "
+                f"**{C.PENDING}** say why.",
+                "Published figures are from other machines; only ratios and shapes transfer, so most claims are "
+                "compared as ratios measured in one run, paired in time. The conditions under each figure say what "
+                "each side measured, on which machine and when.",
+            ]
+        ),
+    ]
+    for seed, rows in ledger.groupby("seed", sort=True):
+        out.append(Heading(2, f"Seed {seed}" + (f": {seeds[seed]}" if seeds and seed in seeds else "")))
+        out.append(
+            Table(
+                ["Claim", "Published", "Ours", "Verdict", "Why"],
+                [
+                    [
+                        f"*{r['quote']}* ({r['id']})",
+                        _published(r),
+                        _ours(r),
+                        r["verdict"],
+                        r["reason"],
+                    ]
+                    for _, r in rows.iterrows()
+                ],
+                "lllll",
+                [ROW_CLASS.get(r["verdict"], "") for _, r in rows.iterrows()],
+            )
+        )
+    return out
+
+
+def markdown(ledger: pd.DataFrame, seeds=None) -> str:
+    return f"# {TITLE}\n\n" + to_markdown(blocks(ledger, seeds))
+
+
+def page(ledger: pd.DataFrame, seeds=None) -> str:
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{html.escape(TITLE)}</title>
+<style>{STYLE}{LEDGER_STYLE}</style>
+</head><body>
+<h1>{html.escape(TITLE)}</h1>
+{to_html(blocks(ledger, seeds))}
+<p>The same ledger as Markdown: <a href="index.md">index.md</a>; the data: <code>data/claims/ledger.parquet</code>;
+the claims: <code>claims.yaml</code>. The main matrix: <a href="../overall/index.html">overall</a>.</p>
+</body></html>
+"""

@@ -301,7 +301,8 @@ def test_every_server_has_a_handler_for_every_catalogue_workload(project: Path, 
         proc = server.start("node", project / "servers" / f"{name}.js", env, procs.job_cpus(), log)
         try:
             server.wait_ready(proc, name, log)
-            for workload in WORKLOADS.values():
+            # Seed 003's failure modes hang or end the server on purpose: test_claims.py checks their routes.
+            for workload in (w for w in WORKLOADS.values() if w.frameworks is None):
                 status, _, body = server.request(port, workload.method, workload.path, workload.body_bytes())
                 if status == 404 and workload.status != 404:
                     missing.append(

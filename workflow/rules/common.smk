@@ -86,14 +86,41 @@ def check_control():
         )
 
 
+def server_framework(name):
+    """The framework a server configuration runs: the servers/frameworks/<x>.js it loads, else its own name."""
+    for path in codegraph.js_files(f"servers/{name}.js"):
+        if Path(path).parent.name == "frameworks":
+            return Path(path).stem
+    return name
+
+
+def check_frameworks(servers, workloads, where):
+    """A workload only some frameworks answer (seed 003's failure modes) is measured on those only."""
+    for w in workloads:
+        only = CATALOGUE[w].frameworks
+        wrong = [s for s in servers if only and server_framework(s) not in only]
+        if wrong:
+            raise WorkflowError(
+                f"config key '{where}': workload {w!r} is answered by {', '.join(only)} servers only, not "
+                f"{', '.join(wrong)}"
+            )
+
+
 check_control()
 check_workloads(config["workloads"], "workloads")
+check_frameworks(config["servers"], config["workloads"], "workloads")
 for _name, _experiment in EXPERIMENTS.items():
-    for _i, _matrix in enumerate(_experiment["matrices"]):
-        check_servers(_matrix["servers"])
-        check_workloads(
-            _matrix["workloads"], f"experiments.{_name}.matrices[{_i}].workloads"
-        )
+    for _key in ("matrices", "failures"):
+        for _i, _matrix in enumerate(_experiment.get(_key) or []):
+            check_servers(_matrix["servers"])
+            check_workloads(
+                _matrix["workloads"], f"experiments.{_name}.{_key}[{_i}].workloads"
+            )
+            check_frameworks(
+                _matrix["servers"],
+                _matrix["workloads"],
+                f"experiments.{_name}.{_key}[{_i}]",
+            )
 
 
 def check_experiments():
@@ -104,8 +131,12 @@ def check_experiments():
                 f"config key 'experiments' has an experiment named {name!r}, which is also a workload, scope or "
                 "data directory name; rename it"
             )
-        for i, matrix in enumerate(experiment["matrices"]):
-            where = f"experiments.{name}.matrices[{i}]"
+        listed = [
+            (f"experiments.{name}.{key}[{i}]", matrix)
+            for key in ("matrices", "failures")
+            for i, matrix in enumerate(experiment.get(key) or [])
+        ]
+        for where, matrix in listed:
             named = matrix.get("control")
             if named and named not in matrix["servers"]:
                 raise WorkflowError(
@@ -218,12 +249,26 @@ def measure_priority(wildcards):
     return PLAN.priority(w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep)
 
 
+def failure_cells(name):
+    """An experiment's cells expected to fail (its `failures`), each once: (workload, server, connections, client, stop)."""
+    failures = EXPERIMENTS.get(name, {}).get("failures") or []
+    if not failures:
+        return []
+    return plan.experiment_cells({"experiments": {name: {"matrices": failures}}}, name)
+
+
 ALL_CELLS = [*cells(), *(c for e in EXPERIMENTS for c in experiment_cells(e))]
+# Cells expected to fail have their own rule and paths, but the same wildcards.
+FAILURE_CELLS = [c for e in EXPERIMENTS for c in failure_cells(e)]
 
 
 wildcard_constraints:
-    server="|".join(map(re.escape, sorted({c[1] for c in ALL_CELLS}))),
-    workload="|".join(map(re.escape, sorted({c[0] for c in ALL_CELLS}))),
+    server="|".join(
+        map(re.escape, sorted({c[1] for c in [*ALL_CELLS, *FAILURE_CELLS]}))
+    ),
+    workload="|".join(
+        map(re.escape, sorted({c[0] for c in [*ALL_CELLS, *FAILURE_CELLS]}))
+    ),
     connections=r"\d+",
     rep=r"\d+",
     loadgen="|".join(CLIENTS),
@@ -231,6 +276,17 @@ wildcard_constraints:
 
 
 CATALOGUE_MODULE = "scripts/nodebench/catalogue/workloads.py"
+
+
+def failure_path(workload, server, connections, client, stop):
+    return f"data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json"
+
+
+def failure_inputs(wildcards):
+    """A cell expected to fail takes what its measurement would, and its own entry script's code."""
+    return measure_inputs(wildcards) | {
+        "code": [m for m in code("expect_failure.py") if m != CATALOGUE_MODULE]
+    }
 
 
 def workload_entry(wildcards):
@@ -455,6 +511,7 @@ def scope_outputs(scope):
     tables = scope_tables(scope)
     return [
         *scope_records(scope),
+        *(failure_path(*c) for c in failure_cells(scope)),
         *(f"data/{scope}/{t}.parquet" for t in tables),
         f"reports/{scope}/summary.md",
         f"reports/{scope}/index.html",

@@ -260,6 +260,28 @@ WORKLOADS: dict[str, Workload] = {
             answer={"blocked_ms": 20},
             connections=(50, 200),
         ),
+        # Seed 003's failure modes, wrong on purpose and Express's only (experiments.yaml measures them as cells
+        # expected to fail): a middleware that forgets next(), and an async handler that throws, which Express 5
+        # answers with its error handler (500) and Express 4 leaves unhandled.
+        Workload(
+            name="hang",
+            description="seed 003's forgotten next(): a middleware that neither answers nor passes the request on",
+            path="/hang",
+            queries_per_request=0,
+            answer={"hello": "world"},
+            connections=(50,),
+            frameworks=("express",),
+        ),
+        Workload(
+            name="throws",
+            description="seed 003's async handler that throws: a 500 from the error handler, or no answer at all",
+            path="/throws",
+            status=500,
+            match="error",
+            queries_per_request=0,
+            connections=(50,),
+            frameworks=("express",),
+        ),
         # --- Seed 000's naive benchmark: a fixed setTimeout instead of the query, then empty's answer ---
         *(
             Workload(

@@ -1,0 +1,85 @@
+"""expect_failure: run a cell expected to fail and write what the harness reported as its outcome.
+
+Seed 003's failure modes (a middleware that forgets next(), an async handler that throws) are
+demonstrations that the harness reports rather than hangs. Such a cell runs exactly as a
+measurement (nodebench.harness.measure); a failed check (RunError) is its outcome, and so is an
+answer after all (the record's figures, cut to what the outcome needs). A failure that is the
+harness's own (the database, a port in use, storage, a server that never started) fails the job,
+as it would a measurement.
+"""
+
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from nodebench import plan
+from nodebench.catalogue.clients import Stop
+from nodebench.harness import nodejs, procs, storage
+from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StartError, StorageError
+from nodebench.harness.measure import Cell, Options, Paths, measure
+
+#: Of a run record, what the outcome of a cell that answered keeps.
+KEPT = ("requests", "req_per_s", "status_counts", "non2xx", "timeouts", "errors", "us_per_req_elu", "server_exit_code")
+
+
+def main(sm) -> None:
+    procs.unwind_on_signals()
+    wc, p, i = sm.wildcards, sm.params, sm.input
+    database = {**p.database, "dsn": sm.config["database"]["dsn"] or ""}
+    cell = Cell(
+        wc.server, wc.workload, int(wc.connections), 1, wc.loadgen, Stop.parse(wc.stop),
+        plan.server_file(wc.server, sm.config),
+    )  # fmt: skip
+    server_node = json.loads(Path(i.server_node).read_text())
+    binary = Path(i.server_binary) if "server_binary" in i.keys() else Path(server_node["binary"])
+    paths = Paths(
+        server_file=Path(i.server).resolve(),
+        client_file=Path(i.client_file) if "client_file" in i.keys() else None,
+        lockfile=Path(i.lockfile),
+        answer_fixture=Path(i.fixture) if "fixture" in i.keys() else None,
+        template=Path(i.template) if "template" in i.keys() else None,
+        run_schema=Path(i.run_schema),
+    )
+    opts = Options(
+        float(p.warmup_s), int(p.pool_size), int(p.server_port), database, str(p.scratch_dir), str(p.node),
+        bool(p.allow_shared_cpu), server_node, nodejs.usable(server_node, binary),
+    )  # fmt: skip
+    outcome = {
+        "workload": wc.workload,
+        "server": wc.server,
+        "connections": int(wc.connections),
+        "load_generator": wc.loadgen,
+        "stop": wc.stop,
+        "started_at": datetime.now(UTC).isoformat(),
+    }
+    with open(sm.log[0], "w") as logf:
+
+        def log(msg):
+            print(f"{datetime.now().isoformat(timespec='milliseconds')} {msg}", file=logf, flush=True)
+
+        def progress(msg):
+            log(msg)
+            print(f"[expect-failure] {msg}", file=sys.stderr, flush=True)
+
+        try:
+            record = measure(cell, opts, paths, log, progress)
+        except StartError as e:
+            progress(f"FAILED {cell.label()}: the server or load generator did not start: {e}")
+            raise SystemExit(1) from None
+        except RunError as e:
+            progress(f"{cell.label()}: failed as a cell expected to fail may: {e}")
+            outcome |= {"outcome": "failed", "check": str(e)}
+        except (DatabaseError, PortInUseError, StorageError) as e:
+            progress(f"FAILED {cell.label()}: {e}")
+            raise SystemExit(1) from None
+        else:
+            answered = f"{record['requests']:,} requests, status {record['status_counts']}"
+            progress(f"{cell.label()}: answered after all: {answered}")
+            outcome |= {"outcome": "answered", "check": None} | {k: record.get(k) for k in KEPT}
+        outcome["finished_at"] = datetime.now(UTC).isoformat()
+    storage.write_atomically(Path(sm.output.outcome), json.dumps(outcome, indent=1) + "\n")
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821

@@ -1,5 +1,6 @@
 """compute_claims: the claims ledger's data, one row per claim of claims.yaml, verdicts computed from the runs."""
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -14,7 +15,8 @@ def main(sm) -> None:
     # Claims this configuration does not plan the cells of are shown as not testable, with the reason.
     unresolved = dict(sm.params.unresolved)
     todo = [{**c, "untestable": unresolved[c["id"]]} if c["id"] in unresolved else c for c in doc["claims"]]
-    ledger = claims.ledger(todo, runs)
+    outcomes = [json.loads(Path(f).read_text()) for f in sm.input.failures]
+    ledger = claims.ledger(todo, runs, outcomes)
     ledger.to_parquet(sm.output.ledger, index=False)
     tally = ledger["verdict"].value_counts().to_dict()
     Path(sm.log[0]).write_text(f"{len(ledger)} claims from {len(runs)} scopes: {tally}\n")

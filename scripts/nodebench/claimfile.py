@@ -6,7 +6,7 @@ Kept free of heavy imports because the Snakefile reads it on every invocation.
 import ast
 from collections.abc import Mapping
 
-COMPARES = ("equal", "same", "at_most", "order")
+COMPARES = ("equal", "same", "at_most", "below", "order", "outcome")
 #: What a cell selector may name: a cell's key columns.
 SELECTOR_KEYS = ("workload", "server", "connections", "load_generator", "stop")
 #: The functions a statistic may call (analysis/claims.py defines them).
@@ -72,6 +72,11 @@ def check(claims: list[Mapping]) -> list[str]:
             problems.append(f"{cid}: compare is {compare!r}; one of {', '.join(COMPARES)}")
             continue
         cells = c.get("cells") or {}
+        if compare == "outcome":
+            expect = c.get("expect") or {}
+            if set(expect) != set(cells) or not set(expect.values()) <= {"failed", "answered"}:
+                problems.append(f"{cid}: expect must give each cell failed or answered")
+            continue
         if compare == "order":
             missing = [a for a in c.get("order") or [] if a not in cells]
             if missing or not c.get("order"):
@@ -82,7 +87,12 @@ def check(claims: list[Mapping]) -> list[str]:
         problem = statistic_problem(str(c.get("statistic", "")), cells)
         if problem:
             problems.append(f"{cid}: {problem}")
-        need = {"equal": ["figure", "tolerance"], "same": ["null", "tolerance"], "at_most": ["limit"]}[compare]
+        need = {
+            "equal": ["figure", "tolerance"],
+            "same": ["null", "tolerance"],
+            "at_most": ["limit"],
+            "below": ["limit"],
+        }[compare]
         problems += [f"{cid}: compare {compare} needs {k!r}" for k in need if c.get(k) is None]
         for alias, selector in cells.items():
             unknown = set(selector) - {*SELECTOR_KEYS, "figure", "label"}

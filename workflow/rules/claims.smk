@@ -26,7 +26,10 @@ def ledger_claims():
     out = []
     for claim in CLAIMS_DOC["claims"]:
         if not (claim.get("pending") or claim.get("untestable")):
-            problem = claimfile.resolve(claim, scope_cells(claim["scope"]))
+            cells = scope_cells(claim["scope"])
+            if cells is not None and claim["compare"] == "outcome":
+                cells = failure_cells(claim["scope"])
+            problem = claimfile.resolve(claim, cells)
             if problem:
                 claim = claimfile.unresolved(claim, problem)
         out.append(claim)
@@ -35,12 +38,22 @@ def ledger_claims():
 
 LEDGER_CLAIMS = ledger_claims()
 LEDGER_SCOPES = claimfile.measured_scopes(LEDGER_CLAIMS)
+# The outcomes of the cells expected to fail that the ledger's claims read.
+LEDGER_FAILURES = sorted(
+    {
+        failure_path(*c)
+        for claim in LEDGER_CLAIMS
+        if claim.get("compare") == "outcome" and not claim.get("untestable")
+        for c in failure_cells(claim["scope"])
+    }
+)
 
 
 rule compute_claims:
     input:
         claims=CLAIMS_FILE,
         runs=[f"data/{s}/runs.parquet" for s in LEDGER_SCOPES],
+        failures=LEDGER_FAILURES,
         code=code("compute_claims.py"),
     output:
         ledger="data/claims/ledger.parquet",

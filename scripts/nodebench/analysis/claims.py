@@ -29,6 +29,7 @@ experiment does not exist yet (`pending`: **not yet measured**).
 
 import ast
 import operator
+import re
 from collections.abc import Mapping
 
 import numpy as np
@@ -178,6 +179,10 @@ def score_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
         mine = per[per["server"] == server]
         if mine.empty:
             raise ClaimError(f"{claim['id']}: no {spec['score_set']} score for {server} in {claim['scope']}")
+        if mine["round"].duplicated().any():
+            raise ClaimError(
+                f"{claim['id']}: {claim['scope']} scores {server} under several load generators or stopping rules"
+            )
         columns[alias] = mine.set_index("round")["score"].astype(float)
     return pd.DataFrame(columns).dropna().sort_index()
 
@@ -195,7 +200,17 @@ def fmt(value: float, unit: str) -> str:
         return f"{value:+.1f} %" if value < 0 else f"{value:.1f} %"
     if unit == "score":
         return f"{value:.1f}"
-    return f"{value:,.3g} {unit}".strip()
+    number = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return f"{number} {unit}".strip()
+
+
+def _gap(median: float, published: float, unit: str) -> str:
+    """How far ours is from the published figure: in points for a percentage, else relative."""
+    gap = median - published
+    side = "above" if gap > 0 else "below"
+    if unit == "%" or not published:
+        return f"{abs(gap):.1f} {'points' if unit == '%' else unit} {side}".replace("  ", " ")
+    return f"{abs(gap / published) * 100:.0f} % {side}"
 
 
 def decide(
@@ -213,60 +228,86 @@ def decide(
 ) -> tuple[str, str]:
     """(verdict, one line of reason) for a figure's median and interval against the published figure."""
     f = lambda v: fmt(v, unit)  # noqa: E731
+    tol = fmt(tolerance, unit).lstrip("+")
     if n == 0 or not np.isfinite(median):
         return PENDING, "no round measured every cell of this claim"
     has_interval = n >= 2 and np.isfinite(lo) and np.isfinite(hi)
     span = f"interval {f(lo)} to {f(hi)}" if has_interval else "one round, no interval"
+    # Whether the data shows any effect at all: the interval excludes the claim's no-effect value.
+    shown = null is None or (has_interval and not lo <= null <= hi)
     if compare == "equal":
-        gap = median - published
-        if abs(gap) <= tolerance:
-            return (
-                REPRODUCED,
-                f"ours {f(median)} is within ±{fmt(tolerance, unit).lstrip('+')} of {f(published)} ({span})",
-            )
-        size = f"{abs(gap / published) * 100:.0f} % {'above' if gap > 0 else 'below'}" if published else f"{f(gap)} off"
-        if null is not None and has_interval and np.sign(median - null) == np.sign(published - null):
-            if lo > null or hi < null:
-                return DIRECTION, (
-                    f"same side of {f(null)} as published ({span}, which excludes {f(null)}), but ours "
-                    f"{f(median)} is {size} the published {f(published)}, beyond ±{fmt(tolerance, unit).lstrip('+')}"
+        if abs(median - published) <= tolerance:
+            if not shown:
+                return NOT_REPRODUCED, (
+                    f"ours {f(median)} is within ±{tol} of {f(published)}, but {span} includes {f(null)}: "
+                    "no difference is shown"
                 )
-        if null is not None and has_interval and lo <= null <= hi:
-            return NOT_REPRODUCED, f"ours {f(median)}: {span} includes {f(null)}, so no difference is shown"
+            return REPRODUCED, f"ours {f(median)} is within ±{tol} of {f(published)} ({span})"
+        size = _gap(median, published, unit)
         if null is not None and np.sign(median - null) != np.sign(published - null):
             return NOT_REPRODUCED, f"opposite direction: ours {f(median)} against the published {f(published)} ({span})"
-        return NOT_REPRODUCED, f"ours {f(median)} is {size} the published {f(published)} ({span})"
+        if null is not None and shown:
+            return DIRECTION, (
+                f"same side of {f(null)} as published ({span}, which excludes {f(null)}), but ours "
+                f"{f(median)} is {size} the published {f(published)}, beyond ±{tol}"
+            )
+        if null is not None:
+            return NOT_REPRODUCED, f"ours {f(median)}: {span} includes {f(null)}, so no difference is shown"
+        return NOT_REPRODUCED, f"ours {f(median)} is {size} the published {f(published)}, beyond ±{tol} ({span})"
     if compare == "same":
-        if has_interval and lo <= null <= hi:
-            return REPRODUCED, f"ours {f(median)}; {span} includes {f(null)}: no difference shown"
-        if abs(median - null) <= tolerance:
-            return REPRODUCED, f"ours {f(median)} is within ±{fmt(tolerance, unit).lstrip('+')} of {f(null)} ({span})"
+        # No difference is a claim of equivalence: the whole interval within the tolerance, not merely an
+        # interval wide enough to include no effect.
+        if has_interval and null - tolerance <= lo and hi <= null + tolerance:
+            return REPRODUCED, f"ours {f(median)}; {span} lies within ±{tol} of {f(null)}"
+        if has_interval and not lo <= null <= hi:
+            return NOT_REPRODUCED, f"a difference is shown: ours {f(median)}, {span} excludes {f(null)}"
+        if not has_interval:
+            return NOT_REPRODUCED, f"ours {f(median)}: one round cannot show that there is no difference"
         return NOT_REPRODUCED, (
-            f"ours {f(median)} differs from {f(null)} by more than ±{fmt(tolerance, unit).lstrip('+')} ({span})"
+            f"inconclusive: ours {f(median)}, {span} includes {f(null)} but reaches beyond ±{tol} of it, so "
+            "equivalence is not shown either"
         )
     if compare == "at_most":
         if median <= limit:
             return REPRODUCED, f"ours {f(median)} is at most {f(limit)} ({span})"
         return NOT_REPRODUCED, f"ours {f(median)} is above the {f(limit)} the claim allows ({span})"
+    if compare == "below":
+        if has_interval and hi < limit:
+            return REPRODUCED, f"ours {f(median)}; {span} lies below {f(limit)}"
+        if median >= limit:
+            return NOT_REPRODUCED, f"ours {f(median)} is not below {f(limit)} ({span})"
+        return NOT_REPRODUCED, f"ours {f(median)}, but {span} reaches {f(limit)}: no difference is shown"
     raise ClaimError(f"unknown comparison {compare!r}; one of {', '.join(COMPARES)}")
 
 
 def decide_order(claimed: list[str], values: pd.DataFrame, labels: Mapping[str, str]) -> tuple[str, str, dict]:
-    """(verdict, reason, medians) for a claimed ranking, highest first, of the aliases' per-round values."""
+    """(verdict, reason, medians) for a claimed ranking, highest first, of the aliases' per-round values.
+
+    The order of the medians decides; the reason names the neighbours whose intervals overlap (a rank a
+    reader should read as a range) and, for swapped pairs, whether theirs do.
+    """
     summary = {a: intervals.median_interval(values[a].to_numpy()[None, :]) for a in claimed}
     med = {a: float(s[0][0]) for a, s in summary.items()}
+    bounds = {a: (float(s[1][0]), float(s[2][0])) for a, s in summary.items()}
+
+    def overlap(a, b) -> str:
+        (lo_a, hi_a), (lo_b, hi_b) = bounds[a], bounds[b]
+        if not all(np.isfinite([lo_a, hi_a, lo_b, hi_b])):
+            return "no intervals"
+        return "overlapping intervals" if lo_a <= hi_b and lo_b <= hi_a else "separate intervals"
+
     ours = sorted(claimed, key=lambda a: -med[a])
     text = " > ".join(f"{labels[a]} {med[a]:.1f}" for a in ours)
     if ours == claimed:
-        return REPRODUCED, f"ours ranks the same: {text}", med
-    swapped = []
-    for i, a in enumerate(claimed):
-        for b in claimed[i + 1 :]:
-            if med[a] < med[b]:
-                lo_a, hi_a = summary[a][1][0], summary[a][2][0]
-                lo_b, hi_b = summary[b][1][0], summary[b][2][0]
-                overlap = "overlapping" if lo_a <= hi_b and lo_b <= hi_a else "separate"
-                swapped.append(f"{labels[b]} above {labels[a]} ({overlap} intervals)")
+        close = [f"{labels[a]} and {labels[b]}" for a, b in zip(ours, ours[1:]) if overlap(a, b) != "separate intervals"]
+        note = f"; {', '.join(close)} are not separated" if close else "; every neighbour is separated"
+        return REPRODUCED, f"ours ranks the same: {text}{note}", med
+    swapped = [
+        f"{labels[b]} above {labels[a]} ({overlap(a, b)})"
+        for i, a in enumerate(claimed)
+        for b in claimed[i + 1 :]
+        if med[a] < med[b]
+    ]
     return NOT_REPRODUCED, f"ours: {text}; " + "; ".join(swapped), med
 
 
@@ -295,12 +336,43 @@ def conditions(claim: Mapping, runs: pd.DataFrame, rounds) -> str:
     )
 
 
-def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None) -> dict:
-    """One row of the ledger for a claim, from its scope's runs (None when the claim needs none)."""
+def decide_outcomes(claim: Mapping, outcomes: list[Mapping]) -> tuple[str, str, str]:
+    """(verdict, reason, ours) for a claim on cells expected to fail: each alias's outcome against its expectation."""
+    said, wrong = [], []
+    for alias, selector in claim["cells"].items():
+        found = [o for o in outcomes if all(str(o.get(k)) == str(v) for k, v in selector.items() if k in SELECTOR_KEYS)]
+        if not found:
+            return PENDING, f"cell {alias} ({describe_selector(selector)}) has no outcome yet", ""
+        if len(found) > 1:
+            raise ClaimError(f"{claim['id']}: cell {alias} ({describe_selector(selector)}) matches {len(found)} outcomes")
+        o, want = found[0], claim["expect"][alias]
+        what = f"failed: {o['check']}" if o["outcome"] == "failed" else _answered(o)
+        said.append(f"{o['server']} {o['workload']}: {what}")
+        pattern = (claim.get("expect_check") or {}).get(alias)
+        if o["outcome"] != want:
+            wrong.append(f"{o['server']} was expected to have {want}")
+        elif want == "failed" and pattern and not re.search(pattern, o["check"] or ""):
+            wrong.append(f"{o['server']} failed, but not as expected (/{pattern}/)")
+    ours = "; ".join(said)
+    if wrong:
+        return NOT_REPRODUCED, "; ".join(wrong) + f" ({ours})", ours
+    return REPRODUCED, f"the harness reported, and did not hang: {ours}", ours
+
+
+def _answered(o: Mapping) -> str:
+    statuses = o.get("status_counts") or {}
+    status = ", ".join(f"HTTP {k} x {v:,}" for k, v in statuses.items()) or f"{o.get('requests', 0):,} answers"
+    return f"answered ({status}, {o.get('req_per_s') or 0:,.0f} req/s)"
+
+
+def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Mapping] = ()) -> dict:
+    """One row of the ledger for a claim, from its scope's runs (None when the claim needs none) or, for a
+    claim about cells expected to fail, their outcomes."""
     row = {
         "id": claim["id"],
         "seed": str(claim["seed"]),
         "source": claim.get("source", ""),
+        "derived": bool(claim.get("derived", False)),
         "quote": claim["quote"],
         "published": claim.get("figure"),
         "published_text": claim.get("figure_text") or fmt(claim.get("figure"), claim.get("unit", "")),
@@ -320,6 +392,9 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None) -> dict:
         return row | {"verdict": UNTESTABLE, "reason": claim["untestable"]}
     if claim.get("pending"):
         return row | {"verdict": PENDING, "reason": claim["pending"]}
+    if claim["compare"] == "outcome":
+        verdict, reason, ours = decide_outcomes(claim, outcomes)
+        return row | {"verdict": verdict, "reason": reason, "ours_text": "see why" if ours else ""}
     values = score_values(claim, runs) if claim.get("scores") else round_values(claim, runs)
     labels = {a: s.get("label", s.get("server", a)) for a, s in claim["cells"].items()}
     if claim["compare"] == "order":
@@ -338,7 +413,10 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None) -> dict:
     per_round = (
         pd.Series(per_round, index=values.index, dtype=float) if not isinstance(per_round, pd.Series) else per_round
     )
-    median, lo, hi, n, _ = intervals.median_interval(per_round.to_numpy()[None, :])
+    # A round whose statistic is not a number (a zero denominator) is left out, and the reason says so.
+    finite = per_round[np.isfinite(per_round.to_numpy(dtype=float))]
+    dropped = len(per_round) - len(finite)
+    median, lo, hi, n, _ = intervals.median_interval(finite.to_numpy(dtype=float)[None, :])
     median, lo, hi, n = float(median[0]), float(lo[0]), float(hi[0]), int(n[0])
     unit = claim.get("unit", "")
     verdict, reason = decide(
@@ -353,6 +431,8 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None) -> dict:
         null=claim.get("null"),
         limit=claim.get("limit"),
     )
+    if dropped:
+        reason += f"; {dropped} round{'s' if dropped > 1 else ''} left out, where the statistic is not a number"
     ours = fmt(median, unit) + (f" [{fmt(lo, unit)}, {fmt(hi, unit)}]" if n >= 2 else "")
     return row | {
         "median": median,
@@ -367,6 +447,8 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None) -> dict:
     }
 
 
-def ledger(claims: list[Mapping], runs_by_scope: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """The ledger: one row per claim, in claims.yaml's order."""
-    return pd.DataFrame([evaluate_claim(c, runs_by_scope.get(c.get("scope"))) for c in claims])
+def ledger(
+    claims: list[Mapping], runs_by_scope: Mapping[str, pd.DataFrame], outcomes: list[Mapping] = ()
+) -> pd.DataFrame:
+    """The ledger: one row per claim, in claims.yaml's order. outcomes: the cells expected to fail's."""
+    return pd.DataFrame([evaluate_claim(c, runs_by_scope.get(c.get("scope")), outcomes) for c in claims])

@@ -42,21 +42,28 @@ def _ours(row) -> str:
 
 def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Block]:
     """The ledger as blocks: what the verdicts mean, the tally, then one table per seed."""
-    counts = ledger["verdict"].value_counts()
-    tally = ", ".join(f"{counts[v]} {v}" for v in C.VERDICTS if v in counts)
+    def tally(rows) -> str:
+        counts = rows["verdict"].value_counts()
+        return ", ".join(f"{counts[v]} {v}" for v in C.VERDICTS if v in counts) or "none"
+
+    derived = ledger["derived"].astype(bool) if "derived" in ledger else pd.Series(False, index=ledger.index)
     out: list[Block] = [
         Para(
-            f"{len(ledger)} published claims from {ledger['seed'].nunique()} seeds, each beside our measurement of it: "
-            f"{tally}. Every verdict is computed from the data by the rule in its claim's entry in `claims.yaml`."
+            f"{int((~derived).sum())} published claims from {ledger['seed'].nunique()} seeds, each beside our "
+            f"measurement of it: {tally(ledger[~derived])}. Beside them, {int(derived.sum())} checks of our own "
+            f"reading of a claim (a prediction from the measured service time, the seed's claim at today's versions "
+            f"or at its run length), marked *our reading*: {tally(ledger[derived])}. Every verdict is computed from "
+            "the data by the rule in its claim's entry in `claims.yaml`."
         ),
         Items(
             [
                 "**Ours** is the claim's statistic computed round by round from runs of the same round, then its "
                 "median over rounds with the order-statistic interval for that median; n and the interval's "
                 "coverage are printed beside it (n=3 is min-max and covers 75 %, n=5 94 %, n=10 2nd-9th 98 %).",
-                f"**{C.REPRODUCED}**: within the claim's tolerance of the published figure (or, for a claim of no "
-                f"difference, no difference shown). **{C.DIRECTION}**: the sign holds (our interval excludes "
-                f"no effect), the size does not. **{C.NOT_REPRODUCED}**: neither. **{C.UNTESTABLE}** and "
+                f"**{C.REPRODUCED}**: within the claim's tolerance of the published figure, with an interval that "
+                "excludes no effect (for a claim of no difference: the whole interval within the tolerance). "
+                f"**{C.DIRECTION}**: the sign holds (our interval excludes no effect), the size does not. "
+                f"**{C.NOT_REPRODUCED}**: neither, or too noisy to tell. **{C.UNTESTABLE}** and "
                 f"**{C.PENDING}** say why.",
                 "Published figures are from other machines; only ratios and shapes transfer, so most claims are "
                 "compared as ratios measured in one run, paired in time. The conditions under each figure say what "
@@ -71,7 +78,7 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
                 ["Claim", "Published", "Ours", "Verdict", "Why"],
                 [
                     [
-                        f"*{r['quote']}* ({r['id']})",
+                        f"*{r['quote']}* ({r['id']}{', our reading' if r.get('derived') else ''})",
                         _published(r),
                         _ours(r),
                         r["verdict"],

@@ -28,6 +28,7 @@ def main(sm) -> None:
         metrics_href=os.path.relpath(sm.input.metrics, here),
         summary_href=os.path.relpath(sm.input.summary, here),
         elsewhere=[(name, f"../{name}/index.html", what) for name, what in sm.params.elsewhere],
+        ledger_href="../claims/index.html" if sm.params.ledger else None,
     )
     Path(sm.output.page).write_text(page)
     Path(sm.log[0]).write_text(f"{len(specs)} charts -> {sm.output.page} ({len(page):,} bytes)\n")

@@ -29,6 +29,8 @@ rule build_index_page:
             if wc.scope == "overall"
             else []
         ),
+        # ... and the claims ledger.
+        ledger=lambda wc: wc.scope == "overall",
     script:
         "../../scripts/build_index_page.py"
 

@@ -77,6 +77,7 @@ def render(
     metrics_href: str | None = None,
     summary_href: str = "summary.md",
     elsewhere: list[tuple[str, str, str]] = (),
+    ledger_href: str | None = None,
 ) -> str:
     """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart.
 
@@ -84,6 +85,7 @@ def render(
     summary is; without (an experiment) from the experiment's summary.md. metrics_href and
     summary_href: where the whole metrics table and summary.md are, relative to the page.
     elsewhere: the other reports, (name, href relative to the page, what it asks), linked at the end.
+    ledger_href: the claims ledger's page, relative to this one, linked at the end when given.
     """
     charts, embeds = chart_blocks(specs)
     if scores is not None:
@@ -101,6 +103,13 @@ def render(
         links = "; ".join(f"[{name}]({href}) ({what})" for name, href, what in elsewhere)
         rest.append(
             Para(f"The experiments, each built by its own target (`snakemake --cores 1 reports/<name>/all`): {links}.")
+        )
+    if ledger_href:
+        rest.append(
+            Para(
+                "The claims ledger, each published claim of the seeds beside our measurement of it "
+                f"(`snakemake --cores 1 reports/claims/all`): [the ledger]({ledger_href})."
+            )
         )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>

@@ -5,6 +5,8 @@ reports/claims/all."""
 import heapq
 import json
 import os
+import shutil
+from pathlib import Path
 
 import jsonschema
 import numpy as np
@@ -12,7 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from conftest import REPO, leftovers, make_project, snakemake
+from conftest import REPO, leftovers, snakemake
 from nodebench import claimfile, plan
 from nodebench.analysis import claims as C
 from nodebench.catalogue.workloads import WORKLOADS
@@ -172,6 +174,12 @@ def test_a_selector_that_matches_several_cells_names_what_tells_them_apart():
     claim = ratio_claim(cells={"f": {"server": "fastify"}}, statistic="f")
     with pytest.raises(C.ClaimError, match="matches 2 cells of overall; name its workload"):
         C.evaluate_claim(claim, data)
+    # In the ledger, a claim the runs cannot answer is not yet measured, with the reason, and the others go on.
+    table = C.ledger(
+        [claim, ratio_claim(cells={"f": {"workload": "list", "server": "fastify"}}, statistic="f")], {"overall": data}
+    )
+    assert list(table["verdict"]) == [C.PENDING, C.NOT_REPRODUCED]
+    assert "the runs cannot answer it" in table["reason"].iloc[0]
 
 
 def test_the_scenario_score_order_against_a_known_ranking():
@@ -370,17 +378,6 @@ def test_the_failure_mode_routes_hang_or_throw_as_the_seed_describes(name, tmp_p
 
 # --- A tiny real run of the ledger, as a user runs it -----------------------------------------------------------
 
-TINY_MAIN = """\
-servers: [node-http, fastify]
-workloads:
-  empty: {connections: [10]}
-warmup_s: 1
-duration_s: 1
-rounds: 1
-control: null
-database:
-  rows: 20000
-"""
 # The real claims.yaml against tiny versions of two of its experiments: the claims these cannot answer are shown
 # as not testable with this configuration.
 TINY_EXPERIMENTS = """\
@@ -410,8 +407,9 @@ experiments:
 """
 
 
-def test_reports_claims_all_on_a_tiny_real_run(tmp_path):
-    project = make_project(tmp_path / "p", TINY_MAIN)
+def test_reports_claims_all_on_a_tiny_real_run(project, tmp_path):
+    # A copy of the tiny run (its packages, template and records kept), with tiny versions of the experiments.
+    project = Path(shutil.copytree(project, tmp_path / "p", symlinks=True))
     (project / "experiments.yaml").write_text(TINY_EXPERIMENTS)
     res = snakemake(project, "reports/claims/all", timeout=900)
     assert res.returncode == 0, res.stdout[-4000:]

@@ -31,6 +31,7 @@ import ast
 import operator
 import re
 from collections.abc import Mapping
+from itertools import pairwise
 
 import numpy as np
 import pandas as pd
@@ -299,7 +300,7 @@ def decide_order(claimed: list[str], values: pd.DataFrame, labels: Mapping[str, 
     ours = sorted(claimed, key=lambda a: -med[a])
     text = " > ".join(f"{labels[a]} {med[a]:.1f}" for a in ours)
     if ours == claimed:
-        close = [f"{labels[a]} and {labels[b]}" for a, b in zip(ours, ours[1:]) if overlap(a, b) != "separate intervals"]
+        close = [f"{labels[a]} and {labels[b]}" for a, b in pairwise(ours) if overlap(a, b) != "separate intervals"]
         note = f"; {', '.join(close)} are not separated" if close else "; every neighbour is separated"
         return REPRODUCED, f"ours ranks the same: {text}{note}", med
     swapped = [
@@ -344,7 +345,9 @@ def decide_outcomes(claim: Mapping, outcomes: list[Mapping]) -> tuple[str, str, 
         if not found:
             return PENDING, f"cell {alias} ({describe_selector(selector)}) has no outcome yet", ""
         if len(found) > 1:
-            raise ClaimError(f"{claim['id']}: cell {alias} ({describe_selector(selector)}) matches {len(found)} outcomes")
+            raise ClaimError(
+                f"{claim['id']}: cell {alias} ({describe_selector(selector)}) matches {len(found)} outcomes"
+            )
         o, want = found[0], claim["expect"][alias]
         what = f"failed: {o['check']}" if o["outcome"] == "failed" else _answered(o)
         said.append(f"{o['server']} {o['workload']}: {what}")
@@ -450,5 +453,15 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
 def ledger(
     claims: list[Mapping], runs_by_scope: Mapping[str, pd.DataFrame], outcomes: list[Mapping] = ()
 ) -> pd.DataFrame:
-    """The ledger: one row per claim, in claims.yaml's order. outcomes: the cells expected to fail's."""
-    return pd.DataFrame([evaluate_claim(c, runs_by_scope.get(c.get("scope")), outcomes) for c in claims])
+    """The ledger: one row per claim, in claims.yaml's order. outcomes: the cells expected to fail's.
+
+    A claim the runs cannot answer (a cell without runs, a server without a score) is not yet measured,
+    with the reason; the others are still evaluated.
+    """
+    rows = []
+    for c in claims:
+        try:
+            rows.append(evaluate_claim(c, runs_by_scope.get(c.get("scope")), outcomes))
+        except ClaimError as e:
+            rows.append(evaluate_claim({**c, "pending": f"the runs cannot answer it: {e}"}, None))
+    return pd.DataFrame(rows)

@@ -42,6 +42,7 @@ def _ours(row) -> str:
 
 def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Block]:
     """The ledger as blocks: what the verdicts mean, the tally, then one table per seed."""
+
     def tally(rows) -> str:
         counts = rows["verdict"].value_counts()
         return ", ".join(f"{counts[v]} {v}" for v in C.VERDICTS if v in counts) or "none"

@@ -1,6 +1,10 @@
 """Load generators and the stopping-rule study: parsers on real outputs, rules, arithmetic, report text."""
 
 import os
+import re
+import signal
+import socket
+import time
 from pathlib import Path
 
 import numpy as np
@@ -12,7 +16,8 @@ from conftest import FIXTURES, REPO, make_project, snakemake
 from nodebench.analysis import experiments
 from nodebench.analysis.verdict import verdict
 from nodebench.catalogue import clients
-from nodebench.harness import loadgen
+from nodebench.harness import loadgen, procs, verify
+from nodebench.harness import server as node_server
 from nodebench.harness.errors import RunError
 from nodebench.harness.parsers import parse_ab, parse_wrk
 from nodebench.harness.verify import check_load
@@ -379,3 +384,63 @@ def test_every_stopping_column_is_in_the_data_dictionary():
     dictionary = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())["stopping"]
     table = experiments.stopping_table(study_runs(1.25, 1.05, 0.9))
     assert set(table.columns) == set(dictionary)
+
+
+# --- The listen queue ---------------------------------------------------------------------------------------------
+
+NETSTAT = """\
+TcpExt: SyncookiesSent SyncookiesRecv ListenOverflows ListenDrops TCPTimeouts
+TcpExt: 0 0 302 302 53
+IpExt: InNoRoutes InTruncatedPkts
+IpExt: 0 0
+"""
+
+
+def test_listen_overflows_are_read_from_the_kernels_counters():
+    assert verify.listen_overflows(NETSTAT) == 302
+    assert verify.listen_overflows("IpExt: InNoRoutes\nIpExt: 0\n") is None
+    verify.check_listen_queue(302, 302)
+    verify.check_listen_queue(None, 310)
+    with pytest.raises(RunError, match="overflowed 8 times during the measured window"):
+        verify.check_listen_queue(302, 310)
+
+
+def test_the_servers_listen_with_the_backlog_the_harness_names():
+    contract = (REPO / "servers/contract.js").read_text()
+    assert int(re.search(r"const LISTEN_BACKLOG = (\d+);", contract)[1]) == verify.LISTEN_BACKLOG
+    assert "backlog: c.LISTEN_BACKLOG" in (REPO / "servers/frameworks/fastify.js").read_text()
+
+
+def test_wrk_counts_a_timeout_at_autocannons_limit_not_its_own_2_s(tmp_path):
+    target = loadgen.Target(host="127.0.0.1", port=1, path="/hello", connections=512, cpus=[0], scratch=tmp_path)
+    wrk = loadgen.Wrk(target, clients.Stop("duration", 5), 3, (None, None), None, lua=tmp_path / "r.lua")
+    args = wrk.args(clients.Stop("duration", 5))
+    assert args[args.index("--timeout") + 1] == f"{loadgen.RESPONSE_TIMEOUT_S}s" == "10s"
+
+
+@pytest.mark.skipif(verify.listen_overflows() is None, reason="needs Linux's /proc/net/netstat")
+@pytest.mark.parametrize("name", ["node-http", "fastify3"])
+def test_a_stopped_server_queues_600_connections_without_overflow(name, project, tmp_path):
+    # Node's default backlog (511) overflows here: the 512th handshake waits for a SYN retransmit, which a
+    # load generator opening 512 connections at once measured as the server's latency.
+    port = procs.free_port()
+    env = {"PATH": os.environ["PATH"], "PORT": str(port), "PGHOST": "127.0.0.1", "PGPORT": "1", "PGUSER": "x"}
+    proc = node_server.start("node", project / "servers" / f"{name}.js", env, procs.job_cpus(), tmp_path / "server.log")
+    socks = []
+    try:
+        node_server.wait_ready(proc, name, tmp_path / "server.log")
+        os.kill(proc.pid, signal.SIGSTOP)  # nothing accepts: every connection waits in the listen queue
+        before = verify.listen_overflows()
+        for _ in range(600):
+            s = socket.socket()
+            s.setblocking(False)
+            s.connect_ex(("127.0.0.1", port))
+            socks.append(s)
+        time.sleep(0.5)
+        assert verify.listen_overflows() - before == 0
+    finally:
+        for s in socks:
+            s.close()
+        os.kill(proc.pid, signal.SIGCONT)
+        proc.kill()
+        proc.wait(timeout=10)

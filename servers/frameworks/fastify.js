@@ -77,7 +77,7 @@ module.exports = function start({ name, pkg = 'fastify', responseSchemas = false
     name,
     server: app.server,
     probe,
-    listen: (port, host) => app.listen({ port, host }),
+    listen: (port, host) => app.listen({ port, host, backlog: c.LISTEN_BACKLOG }),
     close: () => app.close().then(() => pool.end()),
   });
 };

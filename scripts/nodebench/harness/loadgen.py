@@ -43,6 +43,13 @@ def program_version(client: str) -> str:
     return parse_version(client, res.stdout + res.stderr)
 
 
+#: How long a response may take before the client counts it as a timeout: autocannon's default.
+#: wrk's own (2 s) is not a timeout of the server: wrk leaves a slower answer out of its
+#: latency histogram, so at 512 connections the slowest answers of a slow server would be
+#: both an error and missing from its p99.
+RESPONSE_TIMEOUT_S = 10
+
+
 class LineReader:
     """Read newline-terminated JSON from a child's stdout with a deadline."""
 
@@ -261,7 +268,7 @@ class Wrk(_Program):
     def args(self, stop: Stop) -> list[str]:
         return [
             "-t", str(self.threads), "-c", str(self.target.connections), "-d", f"{int(stop.value)}s",
-            "--latency", "-s", str(self.lua), self.target.url,
+            "--timeout", f"{RESPONSE_TIMEOUT_S}s", "--latency", "-s", str(self.lua), self.target.url,
         ]  # fmt: skip
 
     def parse(self, text: str) -> dict:

@@ -194,8 +194,10 @@ def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int
     phases.done("settle")
     # A fixed count has no known end: allow it a generous floor of 30 requests per second.
     limit = stop.value + 60 if stop.rule == "duration" else max(600.0, stop.value / 30)
+    overflows = verify.listen_overflows()
     try:
         out = s.client.measure(limit, s.sampler)
+        out["listen_overflows"] = (overflows, verify.listen_overflows())
     except RunError:
         if s.proc.poll() is not None:
             raise RunError(
@@ -220,6 +222,7 @@ def check_window(cell: Cell, s: Started, out: dict, queries: int, answer_bytes: 
     load, elu = out["load"], out["elu"]
     workload = WORKLOADS[cell.workload]
     verify.check_load(load, status=workload.status)
+    verify.check_listen_queue(*out["listen_overflows"])
     verify.check_elu(elu)
     verify.check_statuses(elu.get("statuses"), workload.status)
     aborted = elu.get("aborted", 0)

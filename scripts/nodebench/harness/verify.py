@@ -266,3 +266,50 @@ def settled_count(
         steady = steady + 1 if now == last else 0
         last = now
     return last
+
+
+#: The backlog every server listens with (servers/contract.js LISTEN_BACKLOG); the kernel caps it.
+LISTEN_BACKLOG = 4096
+
+
+def listen_overflows(netstat: str | None = None) -> int | None:
+    """The kernel's count of handshakes dropped because a listen queue was full (TcpExt ListenOverflows).
+
+    Read from /proc/net/netstat (or the text given); None where there is no such file (not Linux).
+    """
+    if netstat is None:
+        try:
+            netstat = Path("/proc/net/netstat").read_text()
+        except OSError:
+            return None
+    lines = [line.split() for line in netstat.splitlines()]
+    for names, values in zip(lines, lines[1:], strict=False):
+        if names[:1] == ["TcpExt:"] and values[:1] == ["TcpExt:"] and "ListenOverflows" in names:
+            return int(values[names.index("ListenOverflows")])
+    return None
+
+
+def somaxconn() -> int | None:
+    try:
+        return int(Path("/proc/sys/net/core/somaxconn").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def check_listen_queue(before: int | None, after: int | None) -> None:
+    """Raise RunError if a listen queue on this host overflowed during the measured window.
+
+    A dropped handshake makes the client wait for a SYN retransmit (1 s, then 3 s), and
+    the load generator counts that wait as the server's latency.
+    """
+    if before is None or after is None or after <= before:
+        return
+    cap = somaxconn()
+    cap_note = f"; net.core.somaxconn is {cap}" if cap is not None else ""
+    raise RunError(
+        f"a listen queue on this host overflowed {after - before} times during the measured window "
+        f"(TcpExt ListenOverflows): clients waited for SYN retransmits, which the load generator counts "
+        f"as the server's latency; this run is not a result. The servers listen with a backlog of "
+        f"{LISTEN_BACKLOG}, capped by the kernel{cap_note}: raise it (sysctl -w net.core.somaxconn="
+        f"{LISTEN_BACKLOG}), use fewer connections, or stop whatever else on this host is refusing connections"
+    )

@@ -13,11 +13,9 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from nodebench import plan
-from nodebench.catalogue.clients import Stop
-from nodebench.harness import nodejs, procs, storage
+from nodebench.harness import job, procs, storage
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StartError, StorageError
-from nodebench.harness.measure import Cell, Options, Paths, measure
+from nodebench.harness.measure import measure
 
 #: Of a run record, what the outcome of a cell that answered keeps.
 KEPT = ("requests", "req_per_s", "status_counts", "non2xx", "timeouts", "errors", "us_per_req_elu", "server_exit_code")
@@ -25,26 +23,10 @@ KEPT = ("requests", "req_per_s", "status_counts", "non2xx", "timeouts", "errors"
 
 def main(sm) -> None:
     procs.unwind_on_signals()
-    wc, p, i = sm.wildcards, sm.params, sm.input
-    database = {**p.database, "dsn": sm.config["database"]["dsn"] or ""}
-    cell = Cell(
-        wc.server, wc.workload, int(wc.connections), 1, wc.loadgen, Stop.parse(wc.stop),
-        plan.server_file(wc.server, sm.config),
-    )  # fmt: skip
-    server_node = json.loads(Path(i.server_node).read_text())
-    binary = Path(i.server_binary) if "server_binary" in i.keys() else Path(server_node["binary"])
-    paths = Paths(
-        server_file=Path(i.server).resolve(),
-        client_file=Path(i.client_file) if "client_file" in i.keys() else None,
-        lockfile=Path(i.lockfile),
-        answer_fixture=Path(i.fixture) if "fixture" in i.keys() else None,
-        template=Path(i.template) if "template" in i.keys() else None,
-        run_schema=Path(i.run_schema),
-    )
-    opts = Options(
-        float(p.warmup_s), int(p.pool_size), int(p.server_port), database, str(p.scratch_dir), str(p.node),
-        bool(p.allow_shared_cpu), server_node, nodejs.usable(server_node, binary),
-    )  # fmt: skip
+    wc = sm.wildcards
+    # A cell expected to fail runs once, as round 1.
+    cell, paths = job.cell(sm, 1), job.paths(sm)
+    opts = job.options(sm, job.server_node(sm))
     outcome = {
         "workload": wc.workload,
         "server": wc.server,

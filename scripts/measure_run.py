@@ -8,35 +8,20 @@ from datetime import datetime
 from pathlib import Path
 
 from nodebench import plan
-from nodebench.catalogue.clients import Stop
-from nodebench.harness import attempts, nodejs, procs, storage
+from nodebench.harness import attempts, job, procs, storage
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError
-from nodebench.harness.measure import Cell, Options, Paths, measure
+from nodebench.harness.measure import measure
 from nodebench.harness.record import check_record
 
 
 def main(sm) -> None:
     procs.unwind_on_signals()
-    wc, p, i = sm.wildcards, sm.params, sm.input
-    # The DSN from config: params are stored in .snakemake/metadata, so they hold it without its password.
-    database = {**p.database, "dsn": sm.config["database"]["dsn"] or ""}
-    cell = Cell(
-        wc.server, wc.workload, int(wc.connections), int(wc.rep), wc.loadgen, Stop.parse(wc.stop),
-        plan.server_file(wc.server, sm.config),
-    )  # fmt: skip
-    # The server's Node.js as described, and the pipeline's own where it runs the autocannon driver.
-    server_node = json.loads(Path(i.server_node).read_text())
+    wc, i = sm.wildcards, sm.input
+    cell = job.cell(sm, int(wc.rep))
+    server_node = job.server_node(sm)
+    # The pipeline's own Node.js, where it runs the autocannon driver.
     pipeline_node = json.loads(Path(i.pipeline_node).read_text()) if "pipeline_node" in i.keys() else None
-    # An installed major's binary is an input (a storage provider stages it); the pipeline's own is where it was found.
-    binary = Path(i.server_binary) if "server_binary" in i.keys() else Path(server_node["binary"])
-    paths = Paths(
-        server_file=Path(i.server).resolve(),
-        client_file=Path(i.client_file) if "client_file" in i.keys() else None,
-        lockfile=Path(i.lockfile),
-        answer_fixture=Path(i.fixture) if "fixture" in i.keys() else None,
-        template=Path(i.template) if "template" in i.keys() else None,
-        run_schema=Path(i.run_schema),
-    )
+    paths = job.paths(sm)
     out = Path(sm.output.record)
     log_path = Path(sm.log[0])
     # Snakemake counts a job's attempts from 1 (workflow/rules/measure.smk hands the number over).
@@ -73,11 +58,7 @@ def main(sm) -> None:
         try:
             # Before anything is measured: a read-only or full data/ fails here, naming the directory.
             storage.probe(out.parent)
-            opts = Options(
-                float(p.warmup_s), int(p.pool_size), int(p.server_port), database, str(p.scratch_dir), str(p.node),
-                bool(p.allow_shared_cpu), server_node, nodejs.usable(server_node, binary),
-            )  # fmt: skip
-            record = measure(cell, opts, paths, log, progress)
+            record = measure(cell, job.options(sm, server_node), paths, log, progress)
             position, size = plan.Plan(sm.config).place(
                 wc.workload, wc.server, wc.connections, wc.loadgen, wc.stop, wc.rep
             )

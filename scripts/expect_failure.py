@@ -11,7 +11,6 @@ as it would a measurement.
 import json
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 
 from nodebench.harness import job, procs, storage
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StartError, StorageError
@@ -21,21 +20,21 @@ from nodebench.harness.measure import measure
 KEPT = ("requests", "req_per_s", "status_counts", "non2xx", "timeouts", "errors", "us_per_req_elu", "server_exit_code")
 
 
-def main(sm) -> None:
+def main(argv: list[str] | None = None) -> None:
     procs.unwind_on_signals()
-    wc = sm.wildcards
-    # A cell expected to fail runs once, as round 1.
-    cell, paths = job.cell(sm, 1), job.paths(sm)
-    opts = job.options(sm, job.server_node(sm))
+    # A cell expected to fail runs once, as round 1 (its rule passes rep 1).
+    j = job.parse(argv)
+    cell, paths = job.cell(j), job.paths(j)
+    opts = job.options(j, job.server_node(j))
     outcome = {
-        "workload": wc.workload,
-        "server": wc.server,
-        "connections": int(wc.connections),
-        "load_generator": wc.loadgen,
-        "stop": wc.stop,
+        "workload": j.workload,
+        "server": j.server,
+        "connections": j.connections,
+        "load_generator": j.loadgen,
+        "stop": j.stop,
         "started_at": datetime.now(UTC).isoformat(),
     }
-    with open(sm.log[0], "w") as logf:
+    with open(j.log, "w") as logf:
 
         def log(msg):
             print(f"{datetime.now().isoformat(timespec='milliseconds')} {msg}", file=logf, flush=True)
@@ -60,8 +59,8 @@ def main(sm) -> None:
             progress(f"{cell.label()}: answered after all: {answered}")
             outcome |= {"outcome": "answered", "check": None} | {k: record.get(k) for k in KEPT}
         outcome["finished_at"] = datetime.now(UTC).isoformat()
-    storage.write_atomically(Path(sm.output.outcome), json.dumps(outcome, indent=1) + "\n")
+    storage.write_atomically(j.out, json.dumps(outcome, indent=1) + "\n")
 
 
-if "snakemake" in globals():
-    main(snakemake)  # noqa: F821
+if __name__ == "__main__":
+    main()

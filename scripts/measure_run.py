@@ -1,4 +1,7 @@
-"""measure_run: measure one cell and write its run record (nodebench.harness.measure does the work)."""
+"""measure_run: measure one cell and write its run record (nodebench.harness.measure does the work).
+
+The measure_run rule runs it as a shell command; its arguments are read by nodebench.harness.job.
+"""
 
 import json
 import os
@@ -7,25 +10,23 @@ from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
-from nodebench import plan
 from nodebench.harness import attempts, job, procs, storage
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError
 from nodebench.harness.measure import measure
 from nodebench.harness.record import check_record
 
 
-def main(sm) -> None:
+def main(argv: list[str] | None = None) -> None:
     procs.unwind_on_signals()
-    wc, i = sm.wildcards, sm.input
-    cell = job.cell(sm, int(wc.rep))
-    server_node = job.server_node(sm)
+    j = job.parse(argv)
+    cell = job.cell(j)
+    server_node = job.server_node(j)
     # The pipeline's own Node.js, where it runs the autocannon driver.
-    pipeline_node = json.loads(Path(i.pipeline_node).read_text()) if "pipeline_node" in i.keys() else None
-    paths = job.paths(sm)
-    out = Path(sm.output.record)
-    log_path = Path(sm.log[0])
+    pipeline_node = json.loads(Path(j.inputs["pipeline_node"]).read_text()) if "pipeline_node" in j.inputs else None
+    paths = job.paths(j)
+    out, log_path = j.out, j.log
     # Snakemake counts a job's attempts from 1 (workflow/rules/measure.smk hands the number over).
-    attempt = int(getattr(sm.resources, "attempt", 1) or 1)
+    attempt = j.attempt
     before = attempts.earlier(log_path, attempt)
     try:
         logf = open(log_path, "w")
@@ -58,18 +59,15 @@ def main(sm) -> None:
         try:
             # Before anything is measured: a read-only or full data/ fails here, naming the directory.
             storage.probe(out.parent)
-            record = measure(cell, job.options(sm, server_node), paths, log, progress)
-            position, size = plan.Plan(sm.config).place(
-                wc.workload, wc.server, wc.connections, wc.loadgen, wc.stop, wc.rep
-            )
+            record = measure(cell, job.options(j, server_node), paths, log, progress)
             record |= {
-                "node": plan.runtime(wc.server)[1],
+                "node": j.options["runtime"],
                 "node_binary": server_node["binary"],
                 "node_sha256": server_node["sha256"],
                 "node_package": server_node["package"],
                 "client_node_version": pipeline_node["version"] if pipeline_node else None,
-                "round_position": position,
-                "round_size": size,
+                "round_position": j.round_position,
+                "round_size": j.round_size,
                 "session": os.environ.get("NODEBENCH_SESSION"),
                 "attempt": attempt,
                 "retried_after": before[-1]["error"] if before else None,
@@ -89,5 +87,5 @@ def main(sm) -> None:
     attempts.forget(log_path)
 
 
-if "snakemake" in globals():
-    main(snakemake)  # noqa: F821
+if __name__ == "__main__":
+    main()

@@ -2,6 +2,7 @@
 
 import os
 import re
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -161,6 +162,35 @@ def test_editing_a_harness_module_replans_every_measurement(study: Path):
     out = replan_after_touching(study, "scripts/nodebench/harness/verify.py")
     assert planned_cells(out) == {(w, s) for w in ("empty", "point-lookup") for s in TINY_SERVERS}
     assert "build_database_template" not in planned_rules(out)
+
+
+def test_editing_the_measurement_entry_script_replans_every_measurement(study: Path):
+    # A shell command's script is no `script:`, which Snakemake would watch itself: it is an input.
+    out = replan_after_touching(study, "scripts/measure_run.py")
+    assert planned_cells(out) == {(w, s) for w in ("empty", "point-lookup") for s in TINY_SERVERS}
+
+
+def test_the_printed_measurement_command_is_the_job(project: Path):
+    """Each measurement job's command, as Snakemake prints it, carries its cell, files, round and attempt."""
+    from nodebench.harness import job
+
+    res = snakemake(project, "--dry-run", "--forcerun", "measure_run", "--", "reports/all")
+    assert res.returncode == 0, res.stdout[-3000:]
+    blocks = [b for b in res.stdout.split("\n\n") if re.search(r"^(local)?rule measure_run:", b.strip(), re.M)]
+    assert len(blocks) == 8
+    for block in blocks:
+        wc = dict(p.split("=", 1) for p in re.search(r"wildcards: (.*)", block).group(1).split(", "))
+        command = shlex.split(re.search(r"^Shell command: (.*)$", block, re.M).group(1))
+        assert command[1] == "scripts/measure_run.py"
+        j = job.parse(command[2:])
+        assert (j.workload, j.server, j.connections, j.loadgen, j.stop, j.rep) == (
+            wc["workload"], wc["server"], int(wc["connections"]), wc["loadgen"], wc["stop"], int(wc["rep"]),
+        )  # fmt: skip
+        cell = f"{wc['workload']}/{wc['server']}/c{wc['connections']}/{wc['loadgen']}-{wc['stop']}"
+        assert j.out == Path(f"data/runs/{cell}/r{wc['rep']}.json")
+        assert j.attempt == 1 and j.round_size == 8 and 1 <= j.round_position <= 8
+        assert all((project / path).exists() for path in j.inputs.values()), j.inputs
+        assert j.options["warmup_s"] == 1 and j.options["database"]["dsn"] == ""
 
 
 def test_editing_the_wrk_script_replans_only_wrk_cells(study: Path):

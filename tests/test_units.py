@@ -403,3 +403,36 @@ def test_preemption_flag_and_reason():
     # A server from before: no context switches reported, so that test cannot fire.
     old = {k: v for k, v in calm.items() if k != "invol_csw"}
     assert record.preemption(old)["server_invol_csw"] is None and not record.preemption(old)["preempted"]
+
+
+def test_process_start_time_is_when_the_process_started():
+    """Known answer: a child started between two clock readings; to /proc's 10 ms ticks, it started there.
+
+    (Adding /proc/stat's btime, whole seconds, put it up to 1 s early, and every job's overhead
+    read that much too long.)
+    """
+    import subprocess
+    import time
+
+    before = time.time()
+    child = subprocess.Popen(["sleep", "5"])
+    after = time.time()
+    try:
+        started = procs.process_started_at(str(child.pid)).timestamp()
+    finally:
+        child.kill()
+        child.wait()
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert before - tick - 0.002 <= started <= after + 0.002, (before, started, after)
+
+
+@pytest.mark.parametrize(("configured", "handed"), [("host=db user=u dbname=d", ""), ("", "host=db user=u password=p")])
+def test_a_job_refuses_a_dsn_other_than_the_workflows(monkeypatch, configured, handed):
+    """The DSN comes in the environment: one that is missing (a command run by hand) or left over is an error."""
+    from nodebench.harness import DSN_VARIABLE, job
+
+    monkeypatch.setenv(DSN_VARIABLE, handed)
+    options = {"database": {"dsn": configured, "run_as": "nobody", "settings": {}}, "warmup_s": 1}
+    j = job.Job("empty", "express", 10, "wrk", "1s", 1, {}, options, Path("r1.json"), Path("r1.log"), 1, None, None)
+    with pytest.raises(errors.RunError, match=DSN_VARIABLE):
+        job.options(j, {})

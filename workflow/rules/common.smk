@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import sys
@@ -19,7 +20,7 @@ from nodebench.catalogue.workloads import (
 )  # noqa: E402
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS  # noqa: E402
 from nodebench.catalogue import thresholds  # noqa: E402
-from nodebench.harness import nodejs, storage, workspace  # noqa: E402
+from nodebench.harness import DSN_VARIABLE, nodejs, storage, workspace  # noqa: E402
 from nodebench.harness.errors import StorageError  # noqa: E402
 
 SERVERS_DIR = Path(workflow.basedir) / "servers"
@@ -215,6 +216,9 @@ if _bad:
     raise WorkflowError(f"config keys 'load_generator'/'duration_s': {'; '.join(_bad)}")
 MAIN_SERVERS = plan.main_servers(config)
 PLAN = plan.Plan(config)
+# Measurement jobs read config's database.dsn from here, not from their command line, where
+# `ps` would show its password (and an inherited value is never the one they use).
+os.environ[DSN_VARIABLE] = config["database"]["dsn"] or ""
 # One id per Snakemake invocation, inherited by its jobs: records of one round measured by
 # different invocations are pairs that cross sessions, and the reports say so.
 os.environ.setdefault(
@@ -285,13 +289,69 @@ def failure_path(workload, server, connections, client, stop):
 def failure_inputs(wildcards):
     """A cell expected to fail takes what its measurement would, and its own entry script's code."""
     return measure_inputs(wildcards) | {
-        "code": [m for m in code("expect_failure.py") if m != CATALOGUE_MODULE]
+        "entry": "scripts/expect_failure.py",
+        "code": [m for m in code("expect_failure.py") if m != CATALOGUE_MODULE],
     }
 
 
+# The job's command line (scripts/nodebench/harness/job.py reads it). A shell command, not a
+# `script:`: a script job imports Snakemake to unpickle its job object, about 0.1 s of every
+# measurement before anything starts. Its entry script is an input, and so is its code.
+PYTHON = sys.executable
+
+
+def job_command(entry, rest):
+    return (
+        "{PYTHON:q} scripts/%s --out {output:q} --log {log:q}"
+        " --inputs {params.inputs:q} --options {params.options:q}"
+        " --cell {wildcards.workload} {wildcards.server} {wildcards.connections}"
+        " {wildcards.loadgen} {wildcards.stop} %s"
+    ) % (entry, rest)
+
+
+def job_inputs(wildcards, input):
+    """The named inputs the harness opens (not the lists that are inputs only to rerun the job), as JSON."""
+    return json.dumps(
+        {k: input[k] for k in input.keys() if isinstance(input[k], str)},
+        sort_keys=True,
+    )
+
+
+def job_options(wildcards):
+    """The measurement's options: config's keys it depends on and the server's Node.js label. Params
+    are kept in .snakemake/metadata, so the DSN is here without its password; jobs read it from the
+    environment."""
+    return json.dumps(
+        {
+            "warmup_s": config["warmup_s"],
+            "pool_size": config["pool_size"],
+            "server_port": config["server_port"],
+            "node": config["node"],
+            "scratch_dir": config["scratch_dir"],
+            "allow_shared_cpu": config["allow_shared_cpu"],
+            "database": database_params(),
+            "runtime": plan.runtime(wildcards.server)[1],
+        },
+        sort_keys=True,
+    )
+
+
 def workload_entry(wildcards):
-    """A cell's workload as the catalogue defines it (every field), the measurement's parameter for it."""
+    """A cell's workload as the catalogue defines it (every field): a parameter, so that editing it
+    re-measures its cells (and only those); the job reads the catalogue itself."""
     return repr(CATALOGUE[wildcards.workload])
+
+
+def round_position(wildcards):
+    w = wildcards
+    found = PLAN.place(w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep)
+    return found[0] or 0
+
+
+def round_size(wildcards):
+    w = wildcards
+    found = PLAN.place(w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep)
+    return found[1] or 0
 
 
 def measure_inputs(wildcards):
@@ -307,6 +367,7 @@ def measure_inputs(wildcards):
         "run_schema": "workflow/schemas/run-record.schema.yaml",
         # The catalogue module is not an input: the cell's own entry is a parameter
         # (workload_entry), so adding or editing another workload re-measures nothing here.
+        "entry": "scripts/measure_run.py",
         "code": [m for m in code("measure_run.py") if m != CATALOGUE_MODULE],
     }
     fixture = CATALOGUE[wildcards.workload].answer_fixture

@@ -12,13 +12,8 @@ rule expect_failure:
     resources:
         bench=1,
     params:
-        warmup_s=config["warmup_s"],
-        pool_size=config["pool_size"],
-        server_port=config["server_port"],
-        node=config["node"],
-        scratch_dir=config["scratch_dir"],
-        allow_shared_cpu=config["allow_shared_cpu"],
-        database=database_params(),
+        inputs=job_inputs,
+        options=job_options,
         workload=workload_entry,
-    script:
-        "../../scripts/expect_failure.py"
+    shell:
+        job_command("expect_failure.py", "1")

@@ -13,14 +13,18 @@ rule measure_run:
         bench=1,
         # Not a limit: hands the job its attempt number, which goes into the record.
         attempt=attempt_number,
+        # Nor are these: the run's place in its shuffled round, for the record. Not params, which
+        # would re-measure every cell when a server is added and the rounds are shuffled anew.
+        round_position=round_position,
+        round_size=round_size,
     params:
-        warmup_s=config["warmup_s"],
-        pool_size=config["pool_size"],
-        server_port=config["server_port"],
-        node=config["node"],
-        scratch_dir=config["scratch_dir"],
-        allow_shared_cpu=config["allow_shared_cpu"],
-        database=database_params(),
+        # The job's inputs and options as JSON, for its command line (scripts/nodebench/harness/job.py).
+        inputs=job_inputs,
+        options=job_options,
         workload=workload_entry,
-    script:
-        "../../scripts/measure_run.py"
+    shell:
+        job_command(
+            "measure_run.py",
+            "{wildcards.rep} --attempt {resources.attempt}"
+            " --round {resources.round_position} {resources.round_size}",
+        )

@@ -93,6 +93,12 @@ def build_template(template_dir: Path, rows: int, schema_sql: str, run_as: str, 
         log(f"loaded {rows} rows in {time.monotonic() - t0:.1f} s")
         with psycopg.connect(superuser, autocommit=True) as conn:
             server_version = conn.execute("SHOW server_version").fetchone()[0]
+        with psycopg.connect(bench_db, autocommit=True) as conn:
+            # Every job copies the whole cluster, so it keeps only what a job connects to: the app's
+            # database and template1 (a quarter less to copy and remove; pgcluster connects to the app's).
+            conn.execute("ALTER DATABASE template0 IS_TEMPLATE false")
+            for name in ("template0", "postgres"):
+                conn.execute(f"DROP DATABASE {name}")
             # Two checkpoints around a segment switch let PostgreSQL drop the loading WAL.
             conn.execute("CHECKPOINT")
             conn.execute("SELECT pg_switch_wal()")

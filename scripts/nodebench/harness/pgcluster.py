@@ -24,6 +24,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -213,7 +214,8 @@ def set_passwords(install: PgInstall, datadir: Path, passwords: dict[str, str]) 
             "shared_preload_libraries=",
             "-c",
             "log_min_error_statement=panic",
-            "postgres",
+            # Every cluster has it; the job's template keeps no `postgres` (database.build_template).
+            "template1",
         ],
         input=script,
         timeout=60,
@@ -269,7 +271,12 @@ def conninfo(port: int, user: str = SUPERUSER, dbname: str = "postgres", passwor
 
 
 def wait_ready(
-    proc: subprocess.Popen, port: int, log_path: Path, password: str | None = None, timeout: float = 60.0
+    proc: subprocess.Popen,
+    port: int,
+    log_path: Path,
+    password: str | None = None,
+    timeout: float = 60.0,
+    dbname: str = "postgres",
 ) -> None:
     """Return once the server accepts the superuser's connections; raise with its log if it died or hung."""
 
@@ -281,7 +288,7 @@ def wait_ready(
                 f"PostgreSQL exited with status {proc.returncode} while starting:\n{log_tail(log_path)}"
             )
         try:
-            with psycopg.connect(conninfo(port, password=password), autocommit=True):
+            with psycopg.connect(conninfo(port, dbname=dbname, password=password), autocommit=True):
                 return True
         except psycopg.OperationalError as e:
             if "password" in str(e):  # up, but not for us: waiting longer would not change that
@@ -302,10 +309,12 @@ def stop(proc: subprocess.Popen | None, immediate: bool = False) -> None:
 class JobCluster:
     """A job's private PostgreSQL: a copy of the template in scratch space, started on a loopback port.
 
-    start() returns once PostgreSQL is spawned; wait_ready() blocks until it accepts
-    connections, so the caller can do other work in between. The copy is thrown away,
-    so stop() is an immediate shutdown. Its two roles get passwords of their own: the
-    harness connects as the superuser, the server only as the application role.
+    prepare() begins the copy on a thread and returns at once; start() waits for it and spawns
+    PostgreSQL (from the calling thread: a child's parent-death signal follows the thread that
+    started it); wait_ready() blocks until it accepts connections. So the caller can start its
+    other processes and import what it needs while the copy runs. The copy is thrown away, so
+    stop() is an immediate shutdown. Its two roles get passwords of their own: the harness
+    connects as the superuser, the server only as the application role.
     """
 
     def __init__(self, template: Path, scratch: Path, run_as: str, settings: dict, cpus: list[int], port: int):
@@ -313,21 +322,45 @@ class JobCluster:
         self.cpus, self.port, self.proc = cpus, port, None
         self.log_path = scratch / "postgres.log"
         self._passwords = {SUPERUSER: new_password(), APP_ROLE: new_password()}
+        self._copy: threading.Thread | None = None
+        self._copied: tuple[PgInstall, Path] | BaseException | None = None
 
-    def start(self) -> "JobCluster":
+    def prepare(self) -> "JobCluster":
         if self.template is None or not (self.template / "PG_VERSION").is_file():
             raise DatabaseError(
                 f"the database template {self.template} is missing or incomplete; "
                 "rebuild it with `snakemake --cores 1 --forcerun build_database_template reports/all`"
             )
-        user = run_as_account(self.run_as)
-        install = usable_install(user, self.scratch)
-        datadir = self.scratch / "pgdata"
-        shutil.copytree(self.template, datadir, symlinks=True)
-        os.chmod(datadir, 0o700)
-        os.chmod(self.scratch, 0o700)
-        hand_over(self.scratch, user)
-        set_passwords(install, datadir, self._passwords)
+        self._copy = threading.Thread(target=self._copy_template, name="template-copy", daemon=True)
+        self._copy.start()
+        return self
+
+    def _copy_template(self) -> None:
+        try:
+            user = run_as_account(self.run_as)
+            install = usable_install(user, self.scratch)
+            datadir = self.scratch / "pgdata"
+            # cp, not shutil.copytree: a child process leaves the interpreter free for the caller meanwhile.
+            res = subprocess.run(
+                ["cp", "-a", "--", str(self.template), str(datadir)], capture_output=True, text=True, check=False
+            )
+            if res.returncode != 0:
+                raise DatabaseError(f"copying the database template failed: {res.stderr.strip()}")
+            os.chmod(datadir, 0o700)
+            os.chmod(self.scratch, 0o700)
+            hand_over(self.scratch, user)
+            set_passwords(install, datadir, self._passwords)
+            self._copied = (install, datadir)
+        except BaseException as e:  # re-raised by start(), in the caller's thread
+            self._copied = e
+
+    def start(self) -> "JobCluster":
+        if self._copy is None:
+            self.prepare()
+        self._copy.join()
+        if isinstance(self._copied, BaseException):
+            raise self._copied
+        install, datadir = self._copied
         self.proc = start(install, datadir, self.port, self.settings, self.log_path, cpus=self.cpus)
         return self
 
@@ -347,9 +380,11 @@ class JobCluster:
         }
 
     def wait_ready(self) -> None:
-        wait_ready(self.proc, self.port, self.log_path, self._passwords[SUPERUSER])
+        wait_ready(self.proc, self.port, self.log_path, self._passwords[SUPERUSER], dbname=APP_DB)
 
     def stop(self) -> None:
+        if self._copy is not None:
+            self._copy.join()  # a copy still running would write into scratch as it is removed
         stop(self.proc, immediate=True)
 
 

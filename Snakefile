@@ -1,4 +1,11 @@
+import gc
+
 from snakemake.utils import min_version, validate
+
+# Everything Snakemake loaded so far (its modules and plugins) is never garbage: leave it out of
+# every collection, and out of the one at exit. A rerun with nothing to do took 2.2 s, half a
+# second of it collecting these objects (measured 2026-12-01).
+gc.freeze()
 
 min_version("9.0")
 

@@ -5,7 +5,11 @@ import yaml
 from nodebench import claimfile
 
 CLAIMS_FILE = "claims.yaml"
-CLAIMS_DOC = yaml.safe_load(Path(workflow.basedir, CLAIMS_FILE).read_text())
+# libyaml's loader: 5 ms instead of 40 at every start of the workflow.
+CLAIMS_DOC = yaml.load(
+    Path(workflow.basedir, CLAIMS_FILE).read_text(),
+    Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
+)
 validate(CLAIMS_DOC, str(Path(workflow.basedir, "workflow/schemas/claims.schema.yaml")))
 _claim_problems = claimfile.check(CLAIMS_DOC["claims"])
 if _claim_problems:

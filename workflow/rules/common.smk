@@ -342,16 +342,21 @@ def workload_entry(wildcards):
     return repr(CATALOGUE[wildcards.workload])
 
 
-def round_position(wildcards):
+def _place(wildcards):
+    """(position in its round, round size), each 0 for a run outside the plan."""
     w = wildcards
-    found = PLAN.place(w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep)
-    return found[0] or 0
+    position, size = PLAN.place(
+        w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep
+    )
+    return position or 0, size or 0
+
+
+def round_position(wildcards):
+    return _place(wildcards)[0]
 
 
 def round_size(wildcards):
-    w = wildcards
-    found = PLAN.place(w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep)
-    return found[1] or 0
+    return _place(wildcards)[1]
 
 
 def measure_inputs(wildcards):

@@ -87,7 +87,7 @@ def test_a_cluster_takes_only_its_own_password_on_loopback(tmp_path: Path, monke
 
         # A job's copy gets passwords of its own before it starts; the one it was built with no longer works.
         job = {pgcluster.SUPERUSER: pgcluster.new_password()}
-        pgcluster.set_passwords(install, datadir, job)
+        pgcluster.set_passwords(install, datadir, job, database="template1")
         port = procs.free_port()
         proc = pgcluster.start(install, datadir, port, {}, scratch / "pg.log")
         pgcluster.wait_ready(proc, port, scratch / "pg.log", job[pgcluster.SUPERUSER])

@@ -436,3 +436,88 @@ def test_a_job_refuses_a_dsn_other_than_the_workflows(monkeypatch, configured, h
     j = job.Job("empty", "express", 10, "wrk", "1s", 1, {}, options, Path("r1.json"), Path("r1.log"), 1, None, None)
     with pytest.raises(errors.RunError, match=DSN_VARIABLE):
         job.options(j, {})
+
+
+THREADED_CHILD = """
+import threading, time
+for _ in range(4):
+    threading.Thread(target=time.sleep, args=(30,), daemon=True).start()
+print("up", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning apart needs two CPUs")
+def test_pin_moves_every_thread_and_threads_off_finds_strays():
+    """A server boots on all the job's CPUs and is pinned once ready: every thread must end up there."""
+    import subprocess
+    import sys
+
+    cpus = sorted(os.sched_getaffinity(0))
+    child = procs.spawn([sys.executable, "-c", THREADED_CHILD], cpus=cpus, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "up"
+        tids = {int(t) for t in os.listdir(f"/proc/{child.pid}/task")}
+        assert len(tids) == 5
+        # Before: every thread may run on any of the CPUs, so all of them are off the first.
+        assert set(procs.threads_off(child.pid, cpus[:1])) == tids
+        procs.pin(child.pid, cpus[:1])
+        assert procs.threads_off(child.pid, cpus[:1]) == {}
+        assert {frozenset(os.sched_getaffinity(t)) for t in tids} == {frozenset(cpus[:1])}
+    finally:
+        procs.stop(child)
+    with pytest.raises(errors.RunError, match="exited before it could be pinned"):
+        procs.pin(child.pid, cpus[:1])
+
+
+def test_wait_exit_sees_the_exit_without_reaping_and_honours_the_deadline():
+    import subprocess
+    import time
+
+    child = subprocess.Popen(["sleep", "0.2"])
+    t0 = time.monotonic()
+    assert procs.wait_exit(child, t0 + 10)
+    assert 0.15 < time.monotonic() - t0 < 5
+    # Not reaped: its status and CPU time are still the caller's to read.
+    pid, status, usage = os.wait4(child.pid, 0)
+    assert pid == child.pid and os.waitstatus_to_exitcode(status) == 0 and usage.ru_utime >= 0
+    child.returncode = 0
+
+    slow = subprocess.Popen(["sleep", "30"])
+    try:
+        t0 = time.monotonic()
+        assert not procs.wait_exit(slow, t0 + 0.2)
+        assert 0.15 < time.monotonic() - t0 < 5
+        assert slow.poll() is None
+    finally:
+        procs.stop(slow)
+
+
+def test_work_on_a_thread_hands_back_its_result_or_its_error(tmp_path: Path):
+    future, thread = record.on_thread(lambda a, b: a + b, 2, 3)
+    thread.join()
+    assert future.result() == 5
+    future, thread = record.on_thread(lambda: 1 / 0)
+    thread.join()
+    with pytest.raises(ZeroDivisionError):
+        future.result()
+    # The schema compiled ahead of time (during the warm-up) judges a record as one compiled on the spot.
+    schema = tmp_path / "s.yaml"
+    schema.write_text("type: object\nrequired: [a]\nproperties:\n  a: {type: integer}\n")
+    fresh = tmp_path / "fresh.yaml"
+    fresh.write_text(schema.read_text())
+    facts = record.gather("autocannon", REPO / "servers" / "package-lock.json", schema)
+    assert facts["load_generator_version"] and schema in record._compiled and fresh not in record._compiled
+    for path in (schema, fresh):
+        with pytest.raises(errors.RunError, match="breaks"):
+            record.check_record({"a": "x"}, path)
+        with pytest.raises(errors.RunError, match="breaks"):
+            record.check_record({}, path)
+        record.check_record({"a": 1}, path)
+
+
+def test_run_independent_facts_name_versions_machine_and_commit():
+    facts = record.run_independent_facts("autocannon", REPO / "servers" / "package-lock.json")
+    assert facts["load_generator_version"] == facts["lockfile"]["autocannon_version"] != "unknown"
+    assert facts["lockfile"]["express_version"] and facts["machine"]["cpu_count"] == os.cpu_count()
+    assert facts["pipeline_commit"] != "unknown"

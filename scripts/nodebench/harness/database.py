@@ -95,9 +95,9 @@ def build_template(template_dir: Path, rows: int, schema_sql: str, run_as: str, 
             server_version = conn.execute("SHOW server_version").fetchone()[0]
         with psycopg.connect(bench_db, autocommit=True) as conn:
             # Every job copies the whole cluster, so it keeps only what a job connects to: the app's
-            # database and template1 (a quarter less to copy and remove; pgcluster connects to the app's).
-            conn.execute("ALTER DATABASE template0 IS_TEMPLATE false")
-            for name in ("template0", "postgres"):
+            # database (40 % less to copy and remove: 32 MB instead of 54; pgcluster connects to it).
+            for name in ("template0", "template1", "postgres"):
+                conn.execute(f"ALTER DATABASE {name} IS_TEMPLATE false")
                 conn.execute(f"DROP DATABASE {name}")
             # Two checkpoints around a segment switch let PostgreSQL drop the loading WAL.
             conn.execute("CHECKPOINT")

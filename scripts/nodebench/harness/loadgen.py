@@ -200,17 +200,14 @@ class _Program:
                 [self.program, *args], cpus=self.target.cpus, stdout=out, stderr=subprocess.STDOUT, env=self.env()
             )
         self.stack.callback(procs.stop, proc)
-        deadline = t0 + timeout
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                seconds = time.monotonic() - t0
-                proc.returncode = os.waitstatus_to_exitcode(status)
-                break
-            if time.monotonic() > deadline:
-                procs.stop(proc)
-                raise RunError(f"{self.name} did not finish its {what} within {timeout:g} s: {tail(out_path)}")
-            time.sleep(0.02)
+        # Its exit is seen the moment it happens (a pidfd), not at the next poll: the window's
+        # length and the ELU window's close both follow it.
+        if not procs.wait_exit(proc, t0 + timeout):
+            procs.stop(proc)
+            raise RunError(f"{self.name} did not finish its {what} within {timeout:g} s: {tail(out_path)}")
+        seconds = time.monotonic() - t0
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
         text = out_path.read_text(errors="replace")
         if proc.returncode != 0:
             raise RunError(f"{self.name} exited with status {proc.returncode} during the {what}: {tail(out_path)}")

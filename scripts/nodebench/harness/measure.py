@@ -107,6 +107,7 @@ class Started:
     admin_conninfo: str
     database_mode: str
     sampler: hostsample.WindowSampler
+    server_cpus: list[int]
 
 
 def split_cpus(opts: Options) -> tuple[list[int], list[int]]:
@@ -128,9 +129,10 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     with importing the database driver; PostgreSQL starts on the copy after that.
     """
     server_cpus, client_cpus = cpus
-    # The server starts pinned to its own CPU; the harness, and all it starts, keep off it from
-    # here on, so the server boots alone there while the database is copied and started.
-    os.sched_setaffinity(0, client_cpus)
+    # Until every process is ready, the server's boot, the template's copy and the imports share
+    # all the job's CPUs (V8 compiles on threads of its own: Fastify boots in 0.27 s on two CPUs,
+    # 0.36 s on one). PostgreSQL alone starts pinned to the client CPUs, which its processes keep;
+    # the server and the harness are pinned apart once all are ready, before anything is measured.
     port, db_port = ports(opts)
     dsn = opts.database.get("dsn") or ""
     # Its owner file lets the next job remove it, should this one be killed before it can.
@@ -156,7 +158,8 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
         **db_env,
     }
     server_log = scratch / "server.log"
-    proc = server.start(opts.server_binary or opts.node, paths.server_file, env, server_cpus, server_log)
+    job_cpus = sorted({*server_cpus, *client_cpus})
+    proc = server.start(opts.server_binary or opts.node, paths.server_file, env, job_cpus, server_log)
     stack.callback(procs.stop, proc)
     workspace.adopt(scratch, "server", proc.pid)
     workload = WORKLOADS[cell.workload]
@@ -184,9 +187,11 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     else:
         log("database ready")
     server.wait_ready(proc, cell.runs, server_log)
+    procs.pin(proc.pid, server_cpus)
+    os.sched_setaffinity(0, client_cpus)  # this thread; the copy's thread has ended
     client.pin()
-    log("server ready")
-    return Started(proc, server_log, port, client, admin_conninfo, mode, sampler)
+    log(f"server ready, pinned to CPU {server_cpus}")
+    return Started(proc, server_log, port, client, admin_conninfo, mode, sampler, server_cpus)
 
 
 def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int]:
@@ -194,7 +199,8 @@ def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int
     stop = cell.stop
     # A workload that makes no query has none left over from its warm-up to wait for: one read.
     # Otherwise three equal reads 10 ms apart; a query of the warm-up counted in the window after
-    # all would fail check_database, not pass unseen.
+    # all would fail check_database, not pass unseen. After the window, once the counter holds what
+    # the window's requests cost, one read 10 ms later must find it unchanged.
     per_request = WORKLOADS[cell.workload].queries_per_request
     q0 = verify.settled_count(admin, steady_reads=3 if per_request else 0, interval=0.01)
     phases.done("settle")
@@ -215,7 +221,7 @@ def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int
     # Every request that reached the server in the window ran its queries, whether its
     # response was sent (requests) or its connection closed first (aborted).
     arrived = out["elu"]["requests"] + out["elu"].get("aborted", 0)
-    q1 = verify.settled_count(admin, expected=q0 + arrived * per_request)
+    q1 = verify.settled_count(admin, expected=q0 + arrived * per_request, interval=0.01)
     phases.done("settle")
     return out, q1 - q0
 
@@ -225,6 +231,9 @@ def check_window(cell: Cell, s: Started, out: dict, queries: int, answer_bytes: 
     if s.proc.poll() is not None:
         raise RunError(f"server {cell.server} exited with status {s.proc.returncode} during the measured window")
     server.check_identity(s.port, cell.runs, s.proc.pid)
+    stray = procs.threads_off(s.proc.pid, s.server_cpus)
+    if stray:
+        raise RunError(f"server {cell.server} ran threads off its CPU {s.server_cpus} in the window: {stray}")
     load, elu = out["load"], out["elu"]
     workload = WORKLOADS[cell.workload]
     verify.check_load(load, status=workload.status)
@@ -271,9 +280,24 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         answer_bytes = verify.raw_answer_size(s.port, workload.path, s.client.request_head())
         phases.done("verify")
         log(f"server {who} verified on port {s.port}; {answer_bytes} bytes per answer to {cell.load_generator}")
+        # What the record needs that no run changes (its schema compiled, versions, the commit) and
+        # the window's sampler's imports are done on a thread during the warm-up, not on the way to it
+        # or after the run; it is joined before the window, so it can never run beside it. It waits
+        # until the load generator is under way: wrk ends a run at the first of its 100 ms ticks
+        # after the duration, and a CPU kept busy while wrk started moved that end by 0.1 s here.
+        delay = 0.25 if opts.warmup_s >= 1 else 0.0
+
+        def beside_warmup():
+            time.sleep(delay)
+            s.sampler.prepare()
+            return record.gather(cell.load_generator, paths.lockfile, paths.run_schema)
+
+        facts, thread = record.on_thread(beside_warmup)
+        stack.callback(thread.join)  # never left running: git and the client's version are processes
         warm = s.client.warmup() or {"requests": 0}
         if opts.warmup_s > 0:
             verify.check_load(warm, phase="warm-up", status=workload.status)
+        thread.join()
         phases.done("warmup")
         log(f"warm-up done: {warm['requests']} requests")
         out, queries = run_window(cell, s, admin, phases)
@@ -312,7 +336,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "started_at": started_at,
         "phases": phases,
     }
-    rec = record.build(observed, paths.lockfile)
+    rec = record.build(observed, facts.result())
     took = f", {rec['requests']:,} requests in {out['window_s']:.2f} s" if stop.rule == "count" else ""
     progress(
         f"done  {cell.label()}: {rec['req_per_s']:,.0f} req/s, {rec['us_per_req_elu']:.1f} us/req "

@@ -193,7 +193,7 @@ def initdb(install: PgInstall, datadir: Path, superuser_password: str) -> None:
     write_private(datadir / "pg_hba.conf", HBA, install.user)
 
 
-def set_passwords(install: PgInstall, datadir: Path, passwords: dict[str, str]) -> None:
+def set_passwords(install: PgInstall, datadir: Path, passwords: dict[str, str], database: str = APP_DB) -> None:
     """Give roles of a stopped cluster new passwords, and it the private pg_hba.conf, before it starts.
 
     Single-user mode (about 20 ms) needs no connection, so no moment exists in which
@@ -214,8 +214,8 @@ def set_passwords(install: PgInstall, datadir: Path, passwords: dict[str, str]) 
             "shared_preload_libraries=",
             "-c",
             "log_min_error_statement=panic",
-            # Every cluster has it; the job's template keeps no `postgres` (database.build_template).
-            "template1",
+            # A job's template keeps no other database (database.build_template).
+            database,
         ],
         input=script,
         timeout=60,
@@ -309,12 +309,13 @@ def stop(proc: subprocess.Popen | None, immediate: bool = False) -> None:
 class JobCluster:
     """A job's private PostgreSQL: a copy of the template in scratch space, started on a loopback port.
 
-    prepare() begins the copy on a thread and returns at once; start() waits for it and spawns
-    PostgreSQL (from the calling thread: a child's parent-death signal follows the thread that
-    started it); wait_ready() blocks until it accepts connections. So the caller can start its
-    other processes and import what it needs while the copy runs. The copy is thrown away, so
-    stop() is an immediate shutdown. Its two roles get passwords of their own: the harness
-    connects as the superuser, the server only as the application role.
+    prepare() begins the copy on a thread and returns at once; that thread then starts
+    PostgreSQL on the copy and stays parked until stop(), because a child's parent-death
+    signal follows the thread that started it, not the process. start() waits until it has
+    started, wait_ready() until it accepts connections. So the caller can start its other
+    processes and import what it needs while the copy runs and PostgreSQL starts. The copy is
+    thrown away, so stop() is an immediate shutdown. Its two roles get passwords of their own:
+    the harness connects as the superuser, the server only as the application role.
     """
 
     def __init__(self, template: Path, scratch: Path, run_as: str, settings: dict, cpus: list[int], port: int):
@@ -323,7 +324,9 @@ class JobCluster:
         self.log_path = scratch / "postgres.log"
         self._passwords = {SUPERUSER: new_password(), APP_ROLE: new_password()}
         self._copy: threading.Thread | None = None
-        self._copied: tuple[PgInstall, Path] | BaseException | None = None
+        self._failed: BaseException | None = None
+        self._started = threading.Event()  # PostgreSQL started, or the copy or start failed
+        self._release = threading.Event()  # stop() has stopped it: the thread may end
 
     def prepare(self) -> "JobCluster":
         if self.template is None or not (self.template / "PG_VERSION").is_file():
@@ -350,18 +353,20 @@ class JobCluster:
             os.chmod(self.scratch, 0o700)
             hand_over(self.scratch, user)
             set_passwords(install, datadir, self._passwords)
-            self._copied = (install, datadir)
+            self.proc = start(install, datadir, self.port, self.settings, self.log_path, cpus=self.cpus)
         except BaseException as e:  # re-raised by start(), in the caller's thread
-            self._copied = e
+            self._failed = e
+        finally:
+            self._started.set()
+        # PostgreSQL gets SIGINT (its parent-death signal) the moment this thread ends: not before stop().
+        self._release.wait()
 
     def start(self) -> "JobCluster":
         if self._copy is None:
             self.prepare()
-        self._copy.join()
-        if isinstance(self._copied, BaseException):
-            raise self._copied
-        install, datadir = self._copied
-        self.proc = start(install, datadir, self.port, self.settings, self.log_path, cpus=self.cpus)
+        self._started.wait()
+        if self._failed is not None:
+            raise self._failed
         return self
 
     @property
@@ -383,9 +388,12 @@ class JobCluster:
         wait_ready(self.proc, self.port, self.log_path, self._passwords[SUPERUSER], dbname=APP_DB)
 
     def stop(self) -> None:
-        if self._copy is not None:
-            self._copy.join()  # a copy still running would write into scratch as it is removed
+        if self._copy is None:
+            return
+        self._started.wait()  # a copy still running would write into scratch as it is removed
         stop(self.proc, immediate=True)
+        self._release.set()
+        self._copy.join()
 
 
 def log_tail(path: Path) -> str:

@@ -4,6 +4,7 @@ import ctypes
 import fcntl
 import os
 import pwd
+import select
 import signal
 import socket
 import subprocess
@@ -29,12 +30,58 @@ def split_cpus(cpus: list[int]) -> tuple[list[int], list[int]]:
 
 
 def pin(pid: int, cpus: list[int]) -> None:
-    """Move every thread of a running process onto cpus (threads it starts later inherit that)."""
-    for tid in os.listdir(f"/proc/{pid}/task"):
+    """Move every thread of a running process onto cpus (threads it starts later inherit that).
+
+    The thread list is read again until a pass finds every thread already there, so a
+    thread started while the first pass ran is not left behind; RunError if it never settles.
+    """
+    want = set(cpus)
+    for _ in range(10):
+        moved = 0
         try:
-            os.sched_setaffinity(int(tid), cpus)
-        except ProcessLookupError:  # a thread that ended meanwhile
-            pass
+            tids = os.listdir(f"/proc/{pid}/task")
+        except FileNotFoundError:
+            raise RunError(f"process {pid} exited before it could be pinned to CPUs {cpus}") from None
+        for tid in tids:
+            try:
+                if os.sched_getaffinity(int(tid)) != want:
+                    os.sched_setaffinity(int(tid), cpus)
+                    moved += 1
+            except ProcessLookupError:  # a thread that ended meanwhile
+                pass
+        if not moved:
+            return
+    raise RunError(f"process {pid} kept starting threads while it was pinned to CPUs {cpus}")
+
+
+def threads_off(pid: int, cpus: list[int]) -> dict[int, list[int]]:
+    """The threads of a process that may run elsewhere than cpus: {thread id: its CPUs}."""
+    off = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with suppress(ProcessLookupError):
+            allowed = os.sched_getaffinity(int(tid))
+            if not allowed <= set(cpus):
+                off[int(tid)] = sorted(allowed)
+    return off
+
+
+def wait_exit(proc: subprocess.Popen, deadline: float) -> bool:
+    """Block until the child exits (True) or the monotonic deadline passes (False), without reaping it.
+
+    The caller reaps it with os.wait4 to read its CPU time.
+    """
+    fd = os.pidfd_open(proc.pid)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if poller.poll(remaining * 1000):
+                return True
+    finally:
+        os.close(fd)
 
 
 def job_cpus() -> list[int]:

@@ -5,6 +5,8 @@ import os
 import platform
 import socket
 import subprocess
+import threading
+from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -119,22 +121,68 @@ def machine() -> dict:
     }
 
 
-def check_record(record: dict, schema_path: Path) -> None:
-    """Raise RunError if the record breaks its schema, so a bad record never counts as done."""
-    # Imported here: the measurement job loads them only once its processes are starting.
+def _compile(schema_path: Path):
+    """The record schema as a validating function, and the exception type it raises."""
     import fastjsonschema
     import yaml
 
     # libyaml's loader where PyYAML has it: the pure-Python one takes 25 ms of every job for this file.
     schema = yaml.load(schema_path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
+
+
+def on_thread(fn, *args) -> tuple[Future, threading.Thread]:
+    """Run fn(*args) on a thread of its own: (its result to come, the thread to join)."""
+    future = Future()
+
+    def work():
+        try:
+            future.set_result(fn(*args))
+        except BaseException as e:  # raised again by future.result(), in the caller's thread
+            future.set_exception(e)
+
+    thread = threading.Thread(target=work, name=getattr(fn, "__name__", "record"), daemon=True)
+    thread.start()
+    return future, thread
+
+
+#: Record schemas compiled in this process, by path.
+_compiled: dict[Path, object] = {}
+
+
+def run_independent_facts(load_generator: str, lockfile: Path) -> dict:
+    """What a record says that no run changes: versions, the machine, the pipeline's commit.
+
+    Two of them start programs (the load generator's version, git), so the measurement job
+    gathers them during its warm-up (on_thread), not after the window.
+    """
+    return {
+        "load_generator_version": client_version(load_generator, lockfile),
+        "lockfile": lockfile_versions(lockfile),
+        "machine": machine(),
+        "pipeline_commit": git_commit(Path.cwd()),
+    }
+
+
+def gather(load_generator: str, lockfile: Path, schema_path: Path) -> dict:
+    """run_independent_facts, and the record's schema compiled for check_record (done during the warm-up)."""
+    _compiled[schema_path] = _compile(schema_path)
+    return run_independent_facts(load_generator, lockfile)
+
+
+def check_record(record: dict, schema_path: Path) -> None:
+    """Raise RunError if the record breaks its schema, so a bad record never counts as done."""
+    import fastjsonschema
+
+    validate = _compiled.get(schema_path) or _compile(schema_path)
     try:
-        fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})(record)
+        validate(record)
     except fastjsonschema.JsonSchemaException as e:
         raise RunError(f"the run record breaks {schema_path}: {e.message}") from None
 
 
-def build(o: dict, lockfile: Path) -> dict:
-    """The run record from what one measurement observed (measure.measure's `observed`)."""
+def build(o: dict, facts: dict) -> dict:
+    """The run record from what one measurement observed (measure.measure's `observed`) and run_independent_facts."""
     cell, opts, client, out, elu, load = o["cell"], o["opts"], o["client"], o["out"], o["out"]["elu"], o["out"]["load"]
     stop, window_s, workload = cell.stop, out["window_s"], o["workload"]
     finished_at = datetime.now(UTC)
@@ -145,7 +193,7 @@ def build(o: dict, lockfile: Path) -> dict:
         "connections": cell.connections,
         "repetition": cell.repetition,
         "load_generator": cell.load_generator,
-        "load_generator_version": client_version(cell.load_generator, lockfile),
+        "load_generator_version": facts["load_generator_version"],
         "client_threads": client.threads,
         "client_cpu_capacity": float(min(client.threads, len(o["client_cpus"]))),
         "stopping_rule": stop.rule,
@@ -195,18 +243,18 @@ def build(o: dict, lockfile: Path) -> dict:
         "framework": o["who"]["framework"],
         "framework_version": o["who"]["framework_version"],
         "node_version": o["who"]["node_version"],
-        **lockfile_versions(lockfile),
+        **facts["lockfile"],
         "database_mode": o["database_mode"],
         "database_dsn": o["database_dsn"],
         "postgres_version": o["postgres_version"],
-        **machine(),
-        "pipeline_commit": git_commit(Path.cwd()),
+        **facts["machine"],
+        "pipeline_commit": facts["pipeline_commit"],
         "process_started_at": o["process_started_at"].isoformat(timespec="milliseconds"),
         "started_at": o["started_at"].isoformat(timespec="milliseconds"),
         "finished_at": finished_at.isoformat(timespec="milliseconds"),
         # Everything this job's process spent besides the warm-up and the window (and waiting for another
-        # measurement): interpreter start and imports, starting and verifying, settling the query counter,
-        # stopping, writing this record.
+        # measurement) until this record was built: interpreter start and imports, starting and verifying,
+        # settling the query counter, stopping and cleaning up. Checking and writing the record come after.
         "harness_overhead_s": (finished_at - o["process_started_at"]).total_seconds()
         - warmup_s
         - window_s

@@ -1,9 +1,10 @@
 """One measurement: private database, pinned server, verified answer, warm-up, ELU window, checks, record.
 
-The job begins copying the database template (on a thread, in a child process), starts
-the server and the load generator meanwhile (neither needs the database until the first
-request), imports the database driver, then starts PostgreSQL on the copy and waits for
-all three. Every phase's wall time goes into the record.
+The job begins copying the database template (on a thread, in a child process, which
+then starts PostgreSQL on the copy), starts the server and the load generator meanwhile
+(neither needs the database until the first request), imports the database driver and
+waits for all three; then it pins the server and itself apart. Every phase's wall time
+goes into the record.
 """
 
 import os
@@ -125,8 +126,8 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     """Start the database, the server and the load generator, and wait until all are ready.
 
     Neither the server (its pool connects on the first query) nor the load generator
-    needs the database to boot, so the template's copy overlaps with their start and
-    with importing the database driver; PostgreSQL starts on the copy after that.
+    needs the database to boot, so the template's copy, and PostgreSQL's start on it,
+    overlap with their start and with importing the database driver.
     """
     server_cpus, client_cpus = cpus
     # Until every process is ready, the server's boot, the template's copy and the imports share
@@ -188,7 +189,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
         log("database ready")
     server.wait_ready(proc, cell.runs, server_log)
     procs.pin(proc.pid, server_cpus)
-    os.sched_setaffinity(0, client_cpus)  # this thread; the copy's thread has ended
+    os.sched_setaffinity(0, client_cpus)  # this thread (the copy's thread is parked until stop)
     client.pin()
     log(f"server ready, pinned to CPU {server_cpus}")
     return Started(proc, server_log, port, client, admin_conninfo, mode, sampler, server_cpus)

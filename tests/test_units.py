@@ -2,6 +2,8 @@
 
 import json
 import os
+import socket
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import yaml
 import list_outputs
 from conftest import FIXTURES, REPO
 from nodebench.analysis import aggregate, metrics
-from nodebench.harness import database, errors, hostsample, parsers, procs, record, seed, verify
+from nodebench.harness import database, errors, hostsample, loadgen, parsers, procs, record, seed, verify
 from nodebench.render import markdown
 from synthetic import synthetic_records
 
@@ -411,7 +413,6 @@ def test_process_start_time_is_when_the_process_started():
     (Adding /proc/stat's btime, whole seconds, put it up to 1 s early, and every job's overhead
     read that much too long.)
     """
-    import subprocess
     import time
 
     before = time.time()
@@ -450,7 +451,6 @@ time.sleep(30)
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning apart needs two CPUs")
 def test_pin_moves_every_thread_and_threads_off_finds_strays():
     """A server boots on all the job's CPUs and is pinned once ready: every thread must end up there."""
-    import subprocess
     import sys
 
     cpus = sorted(os.sched_getaffinity(0))
@@ -471,7 +471,6 @@ def test_pin_moves_every_thread_and_threads_off_finds_strays():
 
 
 def test_wait_exit_sees_the_exit_without_reaping_and_honours_the_deadline():
-    import subprocess
     import time
 
     child = subprocess.Popen(["sleep", "0.2"])
@@ -493,14 +492,7 @@ def test_wait_exit_sees_the_exit_without_reaping_and_honours_the_deadline():
         procs.stop(slow)
 
 
-def test_work_on_a_thread_hands_back_its_result_or_its_error(tmp_path: Path):
-    future, thread = record.on_thread(lambda a, b: a + b, 2, 3)
-    thread.join()
-    assert future.result() == 5
-    future, thread = record.on_thread(lambda: 1 / 0)
-    thread.join()
-    with pytest.raises(ZeroDivisionError):
-        future.result()
+def test_the_schema_compiled_during_the_warm_up_judges_as_one_compiled_on_the_spot(tmp_path: Path):
     # The schema compiled ahead of time (during the warm-up) judges a record as one compiled on the spot.
     schema = tmp_path / "s.yaml"
     schema.write_text("type: object\nrequired: [a]\nproperties:\n  a: {type: integer}\n")
@@ -516,8 +508,42 @@ def test_work_on_a_thread_hands_back_its_result_or_its_error(tmp_path: Path):
         record.check_record({"a": 1}, path)
 
 
-def test_run_independent_facts_name_versions_machine_and_commit():
-    facts = record.run_independent_facts("autocannon", REPO / "servers" / "package-lock.json")
-    assert facts["load_generator_version"] == facts["lockfile"]["autocannon_version"] != "unknown"
-    assert facts["lockfile"]["express_version"] and facts["machine"]["cpu_count"] == os.cpu_count()
-    assert facts["pipeline_commit"] != "unknown"
+def test_run_independent_facts_read_the_lockfile_the_machine_and_the_commit(tmp_path: Path, monkeypatch):
+    # Known answers: a lockfile with made-up versions, a repository with a commit of our own.
+    lock = tmp_path / "package-lock.json"
+    lock.write_text(
+        json.dumps(
+            {
+                "packages": {
+                    "node_modules/autocannon": {"version": "1.2.3"},
+                    "node_modules/express": {"version": "9.8.7"},
+                    "node_modules/pg": {"version": "4.5.6"},
+                }
+            }
+        )
+    )
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repo / "f").write_text("1")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "c"], check=True)
+    sha = subprocess.run([*git, "log", "-1", "--format=%H"], check=True, capture_output=True, text=True).stdout.strip()
+    monkeypatch.chdir(repo)
+    facts = record.run_independent_facts("autocannon", lock)
+    assert facts["load_generator_version"] == "1.2.3"
+    assert facts["lockfile"] == {
+        "express_version": "9.8.7",
+        "fastify_version": None,
+        "pg_version": "4.5.6",
+        "autocannon_version": "1.2.3",
+    }
+    assert facts["machine"]["cpu_count"] == os.cpu_count() and facts["machine"]["host"] == socket.gethostname()
+    assert facts["pipeline_commit"] == sha
+    (repo / "f").write_text("2")  # a tracked file changed: the record must not claim the clean commit
+    assert record.run_independent_facts("autocannon", lock)["pipeline_commit"] == sha + "-dirty"
+    monkeypatch.chdir(tmp_path)  # not a repository
+    assert record.run_independent_facts("autocannon", lock)["pipeline_commit"] == "unknown"
+    # wrk's version comes from the program, not the lockfile
+    assert record.run_independent_facts("wrk", lock)["load_generator_version"] == loadgen.program_version("wrk")

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import time
+from concurrent import futures
 from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -293,12 +294,14 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
             s.sampler.prepare()
             return record.gather(cell.load_generator, paths.lockfile, paths.run_schema)
 
-        facts, thread = record.on_thread(beside_warmup)
-        stack.callback(thread.join)  # never left running: git and the client's version are processes
+        # Leaving the stack shuts the pool down and waits for the thread: git and the client's
+        # version are processes, never left running.
+        pool = stack.enter_context(futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="beside-warmup"))
+        facts = pool.submit(beside_warmup)
         warm = s.client.warmup() or {"requests": 0}
         if opts.warmup_s > 0:
             verify.check_load(warm, phase="warm-up", status=workload.status)
-        thread.join()
+        futures.wait([facts])
         phases.done("warmup")
         log(f"warm-up done: {warm['requests']} requests")
         out, queries = run_window(cell, s, admin, phases)

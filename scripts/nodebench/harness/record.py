@@ -5,8 +5,6 @@ import os
 import platform
 import socket
 import subprocess
-import threading
-from concurrent.futures import Future
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -131,21 +129,6 @@ def _compile(schema_path: Path):
     return fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
 
 
-def on_thread(fn, *args) -> tuple[Future, threading.Thread]:
-    """Run fn(*args) on a thread of its own: (its result to come, the thread to join)."""
-    future = Future()
-
-    def work():
-        try:
-            future.set_result(fn(*args))
-        except BaseException as e:  # raised again by future.result(), in the caller's thread
-            future.set_exception(e)
-
-    thread = threading.Thread(target=work, name=getattr(fn, "__name__", "record"), daemon=True)
-    thread.start()
-    return future, thread
-
-
 #: Record schemas compiled in this process, by path.
 _compiled: dict[Path, object] = {}
 
@@ -154,7 +137,7 @@ def run_independent_facts(load_generator: str, lockfile: Path) -> dict:
     """What a record says that no run changes: versions, the machine, the pipeline's commit.
 
     Two of them start programs (the load generator's version, git), so the measurement job
-    gathers them during its warm-up (on_thread), not after the window.
+    gathers them during its warm-up (on a thread of its own), not after the window.
     """
     return {
         "load_generator_version": client_version(load_generator, lockfile),

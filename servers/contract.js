@@ -43,12 +43,21 @@ const USER_SCHEMA = {
 };
 const ERROR_SCHEMA = { type: 'object', properties: { error: { type: 'string' } } };
 
+// Every pool this server made, so /__elu/sample can say how many queries are still at the database.
+const pools = [];
+
 function createPool() {
   // Connection settings come from the standard PG* environment variables.
   const pool = new Pool({ max: POOL_SIZE, host: process.env.PGHOST || HOST });
   pool.on('error', (err) => console.error(`pg pool error: ${err.message}`));
+  pools.push(pool);
   return pool;
 }
+
+// Queries the server has handed to its pools and not yet had back: clients checked out
+// (running a query or connecting for one) and queries queued for a client. A request whose
+// connection closed first still has its query here, after it has left `in_flight`.
+const dbBusy = () => pools.reduce((n, p) => n + p.totalCount - p.idleCount + p.waitingCount, 0);
 
 // Handlers return {status, body}; frameworks only route and serialise.
 function makeHandlers(pool) {
@@ -301,7 +310,8 @@ const SETTLED = Symbol('nodebench.settled');
 // then reads ELU, CPU and the count, so the window holds the whole work of what it counts.
 function makeProbe(name, framework, frameworkVersion) {
   let window = null;
-  // Since the server started, for /__elu/sample: finished responses and requests in flight (probes excluded).
+  // Since the server started, for /__elu/sample: finished responses and requests in flight (probes
+  // excluded); the sample also says how many queries are still at the database (db_busy).
   let completed = 0;
   let inFlight = 0;
   // One listener per response, shared (no closure per request): the probe must cost the measured
@@ -413,6 +423,7 @@ function makeProbe(name, framework, frameworkVersion) {
         cpu_system_us: cpu.system,
         completed,
         in_flight: inFlight,
+        db_busy: dbBusy(),
       };
     },
   };

@@ -200,11 +200,15 @@ def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int
     """The measured run between two settled reads of the query counter: (its output, queries it cost)."""
     stop = cell.stop
     # A workload that makes no query has none left over from its warm-up to wait for: one read.
-    # Otherwise three equal reads 10 ms apart; a query of the warm-up counted in the window after
-    # all would fail check_database, not pass unseen. After the window, once the counter holds what
-    # the window's requests cost, one read 10 ms later must find it unchanged.
+    # Otherwise the counter is read once the server has no request in flight and no query at its
+    # pools (a flat counter alone let a paused server's leftover warm-up queries into the window);
+    # one that still landed there would fail check_database, not pass unseen. After the window,
+    # once the counter holds what the window's requests cost, one read 10 ms later must find it unchanged.
     per_request = WORKLOADS[cell.workload].queries_per_request
-    q0 = verify.settled_count(admin, steady_reads=3 if per_request else 0, interval=0.01)
+    if per_request:
+        q0 = verify.server_idle_count(s.port, admin)
+    else:
+        q0 = verify.settled_count(admin, steady_reads=0)
     phases.done("settle")
     # A fixed count has no known end: allow it a generous floor of 30 requests per second.
     limit = stop.value + 60 if stop.rule == "duration" else max(600.0, stop.value / 30)

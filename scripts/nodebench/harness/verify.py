@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from nodebench.catalogue.workloads import Workload
 from nodebench.harness.errors import RunError
-from nodebench.harness.server import http_get, request
+from nodebench.harness.server import get_json, http_get, request
 
 if TYPE_CHECKING:
     import psycopg
@@ -266,6 +266,32 @@ def settled_count(
         steady = steady + 1 if now == last else 0
         last = now
     return last
+
+
+def server_idle_count(port: int, admin: "psycopg.Connection", timeout: float = 10.0, interval: float = 0.005) -> int:
+    """The workload-query counter once the server says it has nothing left to do (before the window).
+
+    The counter alone cannot tell a finished warm-up from a paused one: a server in a
+    garbage-collection pause, or queries waiting on a lock, leave it flat while queries
+    of the warm-up are still to come. So the server is asked (/__elu/sample) until it
+    has no request in flight and no query at its pools (`db_busy` counts queries whose
+    client went away too); its answer comes after whatever it was doing. Then the
+    counter is read once, and again 10 ms later (settled_count), so a query counted
+    late still lands before the window. RunError if the server is not idle in time.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        sample = get_json(port, "/__elu/sample")
+        if "db_busy" not in sample:
+            raise RunError("the server's /__elu/sample has no db_busy (see makeProbe in servers/contract.js)")
+        if sample["in_flight"] == 0 and sample["db_busy"] == 0:
+            return settled_count(admin, steady_reads=1, interval=0.01)
+        if time.monotonic() > deadline:
+            raise RunError(
+                f"the server still had {sample['in_flight']} requests in flight and {sample['db_busy']} queries at "
+                f"the database {timeout:.0f} s after the warm-up ended"
+            )
+        time.sleep(interval)
 
 
 #: The backlog every server listens with (servers/contract.js LISTEN_BACKLOG); the kernel caps it.

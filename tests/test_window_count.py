@@ -251,20 +251,23 @@ def test_before_the_window_the_harness_waits_for_queries_whose_clients_went_away
     # A warm-up's leftovers: lookups whose clients reset their connections while the queries still
     # wait (here on a lock; in a run, behind a server paused for garbage collection). The counter
     # stays flat meanwhile, so reading it until it stops moving would open the window too early.
-    s = start(name)
+    # A pool of one client: one query checked out, two queued for it (db_busy counts both).
+    s = start(name, NODEBENCH_POOL_SIZE="1")
     with psycopg.connect(pgcluster.conninfo(database), autocommit=True) as admin:
         admin.execute("SELECT pg_stat_statements_reset()")
         socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(3)]
         for i, sock in enumerate(socks, start=1):
             sock.sendall(f"GET /users/{i} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
         wait_in_flight(s, 3)
+        with pytest.raises(errors.RunError, match="3 requests in flight and 3 queries at its database pools 0.2 s"):
+            verify.server_idle_count(s.port, admin, timeout=0.2)
         for sock in socks:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()
         wait_in_flight(s, 0)
         assert s.get("/__elu/sample")["db_busy"] == 3
         assert verify.settled_count(admin, steady_reads=3, interval=0.01) == 0  # the counter alone: "settled"
-        with pytest.raises(errors.RunError, match="0 requests in flight and 3 queries at the database"):
+        with pytest.raises(errors.RunError, match="0 requests in flight and 3 queries at its database pools"):
             verify.server_idle_count(s.port, admin, timeout=0.2)
         release = threading.Timer(0.3, locked_users)
         release.start()

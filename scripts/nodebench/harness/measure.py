@@ -288,7 +288,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         log(f"server {who} verified on port {s.port}; {answer_bytes} bytes per answer to {cell.load_generator}")
         # What the record needs that no run changes (its schema compiled, versions, the commit) and
         # the window's sampler's imports are done on a thread during the warm-up, not on the way to it
-        # or after the run; it is joined before the window, so it can never run beside it. It waits
+        # or after the run; it is waited for before the window, so it can never run beside it. It waits
         # until the load generator is under way: wrk ends a run at the first of its 100 ms ticks
         # after the duration, and a CPU kept busy while wrk started moved that end by 0.1 s here.
         delay = 0.25 if opts.warmup_s >= 1 else 0.0

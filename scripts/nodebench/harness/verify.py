@@ -289,7 +289,7 @@ def server_idle_count(port: int, admin: "psycopg.Connection", timeout: float = 1
         if time.monotonic() > deadline:
             raise RunError(
                 f"the server still had {sample['in_flight']} requests in flight and {sample['db_busy']} queries at "
-                f"the database {timeout:.0f} s after the warm-up ended"
+                f"its database pools {timeout:g} s after the harness first asked (before the window)"
             )
         time.sleep(interval)
 

@@ -217,7 +217,9 @@ def test_metrics_charts_and_report_come_from_the_parquet(project: Path):
     assert (cells.loc[cells["server"] == "express", "cost_vs_express"] == 1.0).all()
     # One round: no interval, and the A/A twin's ratio is measured all the same.
     assert cells["cost_vs_express_lo"].isna().all() and (cells["interval"] == "n=1: no interval").all()
-    assert cells["aa_cost"].between(0.5, 2).all() and (cells["aa_pairs"] == 1).all()
+    # One pair of 1 s runs: a wrong ratio (units, the wrong server) lands far outside 1/4-4; noise does not.
+    # Same-cell runs here varied 1.9x within 15 minutes (2026-12-01, 18.5-35.2 us/req), and one CI read 0.48.
+    assert cells["aa_cost"].between(0.25, 4).all() and (cells["aa_pairs"] == 1).all()
     scores = pd.read_parquet(project / "data" / "overall" / "scores.parquet").set_index("server")
     assert scores.loc["node-http", "score"] == 100.0
     manifest = (project / "reports" / "all").read_text().split()

@@ -2,7 +2,6 @@
 
 import json
 import os
-import socket
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
@@ -539,7 +538,6 @@ def test_run_independent_facts_read_the_lockfile_the_machine_and_the_commit(tmp_
         "pg_version": "4.5.6",
         "autocannon_version": "1.2.3",
     }
-    assert facts["machine"]["cpu_count"] == os.cpu_count() and facts["machine"]["host"] == socket.gethostname()
     assert facts["pipeline_commit"] == sha
     (repo / "f").write_text("2")  # a tracked file changed: the record must not claim the clean commit
     assert record.run_independent_facts("autocannon", lock)["pipeline_commit"] == sha + "-dirty"

@@ -365,33 +365,46 @@ def scenario_paragraphs(t: pd.DataFrame, score_set: str) -> list[str]:
 
 
 def scenario_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """The score sections, one table per score set and, where the experiment ran several, per client and stop."""
     parts = []
     rounds = int(t["rounds"].max()) if len(t) else 0
+    by_client = [(None, t)]
+    if t[["load_generator", "stop"]].drop_duplicates().shape[0] > 1:
+        # A server has one score per client and stopping rule: each gets its own table (a server's row
+        # would otherwise be several rows at once).
+        by_client = [(f"{client}, {stop}", g) for (client, stop), g in t.groupby(["load_generator", "stop"])]
     for score_set, title in ((sc.SEED_SET, "The seed's twelve scenarios"), (sc.DATABASE_SET, "The database set")):
-        table = scenario_markdown(t, score_set)
-        if not table:
-            continue
+        for label, part in by_client:
+            parts += _scenario_section(part, score_set, title if label is None else f"{title}, {label}", rounds)
+    return parts
+
+
+def _scenario_section(t: pd.DataFrame, score_set: str, title: str, rounds: int) -> list[str]:
+    """One score table with what it is and a sentence per server; nothing where the set was not measured."""
+    table = scenario_markdown(t, score_set)
+    if not table:
+        return []
+    parts = [
+        "",
+        f"## Score: {title}",
+        "",
+        f"Score: the geometric mean over the set's scenarios of node:http's figure against the server's, node:http "
+        f"= 100, higher is better (seed 004's definition, so no single scenario can carry or sink a server). "
+        f"*From CPU/req*: node:http's event-loop CPU per request over the server's; *from req/s*: the server's "
+        f"req/s over node:http's, the seed's own definition. Each ratio pairs two runs of the same round; the "
+        f"figure is the median over {rounds} rounds and [min–max] the range over them, which is not a confidence "
+        f"interval (for the median of {rounds}: {describe(rounds)}). The scenario columns are the CPU/req "
+        "percentage against node:http.",
+    ]
+    if score_set == sc.SEED_SET:
         parts += [
             "",
-            f"## Score: {title}",
-            "",
-            f"Score: the geometric mean over the set's scenarios of node:http's figure against the server's, node:http "
-            f"= 100, higher is better (seed 004's definition, so no single scenario can carry or sink a server). "
-            f"*From CPU/req*: node:http's event-loop CPU per request over the server's; *from req/s*: the server's "
-            f"req/s over node:http's, the seed's own definition. Each ratio pairs two runs of the same round; the "
-            f"figure is the median over {rounds} rounds and [min–max] the range over them, which is not a confidence "
-            f"interval (for the median of {rounds}: {describe(rounds)}). The scenario columns are the CPU/req "
-            "percentage against node:http.",
+            "*Seed's published score*: seeds/004, from req/s on one 4-core GitHub runner (median of three runs, "
+            "15 s per scenario); quoted, not measured here. Set beside ours it compares orders, not values.",
         ]
-        if score_set == sc.SEED_SET:
-            parts += [
-                "",
-                "*Seed's published score*: seeds/004, from req/s on one 4-core GitHub runner (median of three runs, "
-                "15 s per scenario); quoted, not measured here. Set beside ours it compares orders, not values.",
-            ]
-        parts += ["", *table]
-        for paragraph in scenario_paragraphs(t, score_set):
-            parts += ["", paragraph]
+    parts += ["", *table]
+    for paragraph in scenario_paragraphs(t, score_set):
+        parts += ["", paragraph]
     return parts
 
 

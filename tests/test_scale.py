@@ -10,13 +10,12 @@ import yaml
 from conftest import REPO, render_in_chromium
 from nodebench.analysis import aggregate, metrics
 from nodebench.render import charts, markdown, page
-from nodebench.render.chart_list import CHART_LIST, EXTENSIONS
+from nodebench.render.chart_list import EXTENSIONS, ScopeFacts, charts_for
 from synthetic import campaign
 
 RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
-#: The matrix charts the campaign gets: it has no A/A control, and the workflow draws no drift view without one
-#: (workflow/rules/common.smk, scope_chart_names).
-MATRIX_CHARTS = [name for name, spec in CHART_LIST.items() if spec.kind == "matrix" and name != "control-drift"]
+#: The charts the registry gives the campaign's scope: swept, with baselines, without an A/A control.
+MATRIX_CHARTS = charts_for(ScopeFacts(experiment=False, swept=True, baseline=True, control=False))
 #: The sizes the README states for 100,000 records: a chart's offline HTML (the inlined
 #: Vega bundle, 897,700 bytes with vl-convert 1.9, and the chart's spec) and the index
 #: page (the bundle once, every spec, the headline cells and a link to summary.md).

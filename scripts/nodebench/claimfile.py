@@ -137,3 +137,27 @@ def resolve(claim: Mapping, cells: list[tuple] | None) -> str | None:
 def unresolved(claim: Mapping, reason: str) -> Mapping:
     """The claim as not testable with this configuration."""
     return {**claim, "untestable": f"not measured with this configuration: {reason}"}
+
+
+def ledger_claims(claims: list[Mapping], scope_cells, failure_cells) -> list[Mapping]:
+    """The claims as the ledger evaluates them: those this configuration cannot measure marked so.
+
+    scope_cells(scope): a scope's planned cells, None for no such scope; failure_cells(scope): its cells
+    expected to fail (what an `outcome` claim reads).
+    """
+    out = []
+    for claim in claims:
+        if not (claim.get("pending") or claim.get("untestable")):
+            cells = scope_cells(claim["scope"])
+            if cells is not None and claim["compare"] == "outcome":
+                cells = failure_cells(claim["scope"])
+            problem = resolve(claim, cells)
+            if problem:
+                claim = unresolved(claim, problem)
+        out.append(claim)
+    return out
+
+
+def failure_scopes(claims: list[Mapping]) -> list[str]:
+    """The scopes whose cells expected to fail the ledger's measured `outcome` claims read."""
+    return list(dict.fromkeys(c["scope"] for c in claims if c.get("compare") == "outcome" and not c.get("untestable")))

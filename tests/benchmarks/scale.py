@@ -33,11 +33,11 @@ import yaml  # noqa: E402
 
 from nodebench.analysis import aggregate, metrics  # noqa: E402
 from nodebench.render import charts, markdown, page  # noqa: E402
-from nodebench.render.chart_list import CHART_LIST, EXTENSIONS  # noqa: E402
+from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for  # noqa: E402
 from synthetic import campaign  # noqa: E402
 
-#: The matrix charts the campaign gets: it has no A/A control, and the workflow draws no drift view without one.
-MATRIX_CHARTS = [name for name, spec in CHART_LIST.items() if spec.kind == "matrix" and name != "control-drift"]
+#: The charts the registry gives the campaign's scope: swept, with baselines, without an A/A control.
+MATRIX_CHARTS = charts_for(ScopeFacts(experiment=False, swept=True, baseline=True, control=False))
 #: The issue's targets (issue 15): seconds for all stages together.
 TARGETS = {10_000: 10, 100_000: 60}
 

@@ -1,10 +1,10 @@
 rule aggregate_runs:
     input:
-        records=lambda wc: scope_records(wc.scope),
-        schema="workflow/schemas/run-record.schema.yaml",
+        records=scope_records,
+        schema=targets.RUN_SCHEMA,
         code=code("aggregate_runs.py"),
     output:
-        runs="data/{scope}/runs.parquet",
+        runs=targets.table_path("{scope}", "runs"),
     log:
         "data/logs/aggregate_runs/{scope}.log",
     script:

@@ -1,21 +1,21 @@
 rule plot_chart:
     input:
         unpack(chart_tables),
-        code=code("plot_chart.py"),
+        code=chart_code,
     output:
         png=report(
-            "reports/{scope}/charts/{chart}.png",
+            targets.chart_path("{scope}", "{chart}", "png"),
             caption="../report/charts.rst",
             category="{scope}",
             labels={"chart": "{chart}", "scope": "{scope}", "format": "PNG"},
         ),
-        svg="reports/{scope}/charts/{chart}.svg",
-        html="reports/{scope}/charts/{chart}.html",
-        spec="reports/{scope}/charts/{chart}.vl.json",
+        svg=targets.chart_path("{scope}", "{chart}", "svg"),
+        html=targets.chart_path("{scope}", "{chart}", "html"),
+        spec=targets.chart_path("{scope}", "{chart}", "vl.json"),
     log:
         "data/logs/plot_chart/{scope}/{chart}.log",
     params:
-        # For the captions (workflow/report/charts.rst), worded from the one place they are set.
-        **CAPTION_THRESHOLDS,
+        # The chart's caption for the report (workflow/report/charts/<chart>.rst, its figures filled in).
+        caption=lambda wc: caption(wc.chart),
     script:
         "../../scripts/plot_chart.py"

@@ -1,12 +1,12 @@
-if EMBEDDED:
+if T.embedded:
 
     rule build_database_template:
         input:
             schema="sql/schema.sql",
             code=code("build_database_template.py"),
         output:
-            template=directory(TEMPLATE),
-            info=DATABASE_INFO,
+            template=directory(targets.TEMPLATE),
+            info=targets.DATABASE_INFO,
         log:
             "data/logs/build_database_template.log",
         params:
@@ -22,11 +22,11 @@ else:
             schema="sql/schema.sql",
             code=code("prepare_external_database.py"),
         output:
-            info=DATABASE_INFO,
+            info=targets.DATABASE_INFO,
         log:
             "data/logs/prepare_external_database.log",
         params:
             rows=config["database"]["rows"],
-            dsn=public_dsn(),
+            dsn=T.public_dsn(),
         script:
             "../../scripts/prepare_external_database.py"

@@ -6,7 +6,7 @@ rule expect_failure:
     input:
         unpack(failure_inputs),
     output:
-        outcome="data/failures/{workload}/{server}/c{connections}/{loadgen}-{stop}.json",
+        outcome=targets.FAILURE,
     log:
         "data/logs/failures/{workload}/{server}/c{connections}/{loadgen}-{stop}.log",
     resources:

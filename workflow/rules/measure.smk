@@ -2,7 +2,7 @@ rule measure_run:
     input:
         unpack(measure_inputs),
     output:
-        record="data/runs/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.json",
+        record=targets.RECORD,
     log:
         "data/logs/measure/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.log",
     priority: measure_priority

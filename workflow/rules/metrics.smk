@@ -1,14 +1,14 @@
 rule compute_metrics:
     input:
-        runs="data/{scope}/runs.parquet",
+        runs=targets.table_path("{scope}", "runs"),
         reference=reference_runs,
         code=code("compute_metrics.py"),
     output:
-        metrics="data/{scope}/metrics.parquet",
+        metrics=targets.table_path("{scope}", "metrics"),
     log:
         "data/logs/compute_metrics/{scope}.log",
     params:
-        workloads=lambda wc: scope_workloads(wc.scope),
+        workloads=lambda wc: T.scope_workloads(wc.scope),
     script:
         "../../scripts/compute_metrics.py"
 
@@ -16,14 +16,14 @@ rule compute_metrics:
 # The score ranks servers over the matrix's workloads; an experiment has no such ranking.
 rule compute_scores:
     input:
-        metrics="data/{matrix}/metrics.parquet",
+        metrics=targets.table_path("{scope}", "metrics"),
         code=code("compute_scores.py"),
     output:
-        scores="data/{matrix}/scores.parquet",
+        scores=targets.table_path("{scope}", "scores"),
     log:
-        "data/logs/compute_scores/{matrix}.log",
+        "data/logs/compute_scores/{scope}.log",
     wildcard_constraints:
-        matrix="|".join(map(re.escape, ["overall", *WORKLOADS])),
+        scope="|".join(map(re.escape, ["overall", *WORKLOADS])),
     script:
         "../../scripts/compute_scores.py"
 
@@ -31,14 +31,14 @@ rule compute_scores:
 # Only experiments have fixed-count runs to set against fixed-duration ones.
 rule compute_stopping:
     input:
-        runs="data/{experiment}/runs.parquet",
+        runs=targets.table_path("{scope}", "runs"),
         code=code("compute_stopping.py"),
     output:
-        stopping="data/{experiment}/stopping.parquet",
+        stopping=targets.table_path("{scope}", "stopping"),
     log:
-        "data/logs/compute_stopping/{experiment}.log",
+        "data/logs/compute_stopping/{scope}.log",
     wildcard_constraints:
-        experiment="|".join(map(re.escape, EXPERIMENTS)) or "(?!)",
+        scope="|".join(map(re.escape, EXPERIMENTS)) or "(?!)",
     script:
         "../../scripts/compute_stopping.py"
 
@@ -46,15 +46,14 @@ rule compute_stopping:
 # The scenario score (geometric mean against node:http), for experiments that measure a score set.
 rule compute_scenarios:
     input:
-        runs="data/{experiment}/runs.parquet",
+        runs=targets.table_path("{scope}", "runs"),
         code=code("compute_scenarios.py"),
     output:
-        scenarios="data/{experiment}/scenarios.parquet",
+        scenarios=targets.table_path("{scope}", "scenarios"),
     log:
-        "data/logs/compute_scenarios/{experiment}.log",
+        "data/logs/compute_scenarios/{scope}.log",
     wildcard_constraints:
-        experiment="|".join(map(re.escape, [e for e in EXPERIMENTS if scored(e)]))
-        or "(?!)",
+        scope="|".join(map(re.escape, filter(T.scored, EXPERIMENTS))) or "(?!)",
     script:
         "../../scripts/compute_scenarios.py"
 
@@ -63,15 +62,14 @@ rule compute_scenarios:
 # for experiments that measure them.
 rule compute_versions:
     input:
-        runs="data/{experiment}/runs.parquet",
-        metrics="data/{experiment}/metrics.parquet",
+        runs=targets.table_path("{scope}", "runs"),
+        metrics=targets.table_path("{scope}", "metrics"),
         code=code("compute_versions.py"),
     output:
-        versions="data/{experiment}/versions.parquet",
+        versions=targets.table_path("{scope}", "versions"),
     log:
-        "data/logs/compute_versions/{experiment}.log",
+        "data/logs/compute_versions/{scope}.log",
     wildcard_constraints:
-        experiment="|".join(map(re.escape, [e for e in EXPERIMENTS if versioned(e)]))
-        or "(?!)",
+        scope="|".join(map(re.escape, filter(T.versioned, EXPERIMENTS))) or "(?!)",
     script:
         "../../scripts/compute_versions.py"

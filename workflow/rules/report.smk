@@ -3,7 +3,7 @@ rule write_summary:
         unpack(summary_inputs),
         code=code("write_summary.py"),
     output:
-        summary="reports/{scope}/summary.md",
+        summary=targets.SUMMARY,
     log:
         "data/logs/write_summary/{scope}.log",
     params:
@@ -15,11 +15,11 @@ rule write_summary:
 rule build_index_page:
     input:
         unpack(summary_inputs),
-        specs=lambda wc: scope_charts(wc.scope, exts=["vl.json"]),
-        summary="reports/{scope}/summary.md",
+        specs=chart_specs,
+        summary=targets.SUMMARY,
         code=code("build_index_page.py"),
     output:
-        page="reports/{scope}/index.html",
+        page=targets.PAGE,
     log:
         "data/logs/build_index_page/{scope}.log",
     params:
@@ -37,10 +37,10 @@ rule build_index_page:
 
 rule list_outputs:
     input:
-        outputs=lambda wc: scope_outputs(wc.scope),
+        outputs=scope_outputs,
         code=code("list_outputs.py"),
     output:
-        manifest="reports/{scope}/all",
+        manifest=targets.MANIFEST,
     log:
         "data/logs/list_outputs/{scope}.log",
     script:
@@ -50,7 +50,7 @@ rule list_outputs:
 # reports/all, the top target: the whole matrix's manifest.
 use rule list_outputs as list_all_outputs with:
     input:
-        outputs=scope_outputs("overall"),
+        outputs=T.outputs(targets.OVERALL),
         code=code("list_outputs.py"),
     output:
         manifest="reports/all",

@@ -3,7 +3,7 @@ rule install_node_packages:
         package="servers/package.json",
         lockfile="servers/package-lock.json",
     output:
-        marker=NODE_MODULES,
+        marker=targets.NODE_MODULES,
     log:
         "data/logs/install_node_packages.log",
     shell:
@@ -17,7 +17,7 @@ rule probe_load_generator:
     input:
         code=code("probe_load_generator.py"),
     output:
-        "data/toolchain/{loadgen}.json",
+        targets.CLIENT_PROBE,
     log:
         "data/logs/probe_load_generator/{loadgen}.log",
     wildcard_constraints:
@@ -35,7 +35,7 @@ rule probe_node:
     input:
         code=code("probe_node.py"),
     output:
-        "data/toolchain/node-system.json",
+        targets.SYSTEM_NODE_INFO,
     log:
         "data/logs/probe_node.log",
     priority: plan.PROBE_PRIORITY
@@ -49,8 +49,8 @@ rule install_node:
     input:
         code=code("install_node.py"),
     output:
-        binary="data/toolchain/node{major}/bin/node",
-        info="data/toolchain/node{major}.json",
+        binary=targets.NODE_BINARY,
+        info=targets.NODE_INFO,
     log:
         "data/logs/install_node/node{major}.log",
     wildcard_constraints:

@@ -4,6 +4,8 @@ Every chart's title says what it shows and which way is better; whiskers are the
 order-statistic intervals of the metrics (none where a cell had one run).
 """
 
+import functools
+import importlib
 import json
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from nodebench.analysis.metrics import BASELINES, headline, is_twin, twin_of
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
 from nodebench.plan import SYSTEM_NODE, runtime
-from nodebench.render import experiment_charts, scenario_charts, version_charts
+from nodebench.render.chart_list import CHART_LIST
 from nodebench.render.page import vega_bundle
 from nodebench.render.theme import BOUND_OPACITY, NOT_SERVER_BOUND, server_scale
 
@@ -417,20 +419,15 @@ def control_drift(runs: pd.DataFrame) -> alt.Chart:
     )
 
 
-#: Every chart in chart_list.CHART_LIST by name: the function that draws it from its tables (by name).
-CHARTS = {
-    "cpu-per-request": lambda t: cpu_per_request(t["metrics"]),
-    "cost-ratio": lambda t: cost_ratio(t["metrics"]),
-    "connection-sweep": lambda t: connection_sweep(t["metrics"]),
-    "framework-share": lambda t: framework_share(t["metrics"]),
-    "control-drift": lambda t: control_drift(t["runs"]),
-    "stopping-rule": lambda t: experiment_charts.stopping_rule(t["stopping"]),
-    "duration-sweep": lambda t: experiment_charts.duration_sweep(t["runs"], t["stopping"]),
-    "load-generators": lambda t: experiment_charts.load_generators(t["metrics"]),
-    "scenario-heatmap": lambda t: scenario_charts.heatmap(t["scenarios"]),
-    "scenario-score": lambda t: scenario_charts.score(t["scenarios"]),
-    "versions": lambda t: version_charts.versions(t["versions"]),
-}
+def draw(name: str, tables: dict[str, pd.DataFrame]):
+    """Chart `name` of the registry (chart_list.CHART_LIST), drawn by its function from its tables, in order."""
+    spec = CHART_LIST[name]
+    module, function = spec.draw.split(":")
+    return getattr(importlib.import_module(module), function)(*(tables[t] for t in spec.tables))
+
+
+#: Every chart of the registry by name: a function of its tables (by name).
+CHARTS = {name: functools.partial(draw, name) for name in CHART_LIST}
 
 
 class _InlineTemplate:

@@ -1,0 +1,150 @@
+"""What is wrong with a configuration, before any job runs: every problem at once, each naming its key.
+
+The schema (workflow/schemas/config.schema.yaml) has already checked types and spelling;
+these are the checks a schema cannot make: names that must exist as files or catalogue
+entries, stopping rules a client cannot do, names that would clash. The workflow raises
+one error listing them all (workflow/rules/common.smk); the tests call `problems` directly.
+"""
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+from nodebench import plan
+from nodebench.catalogue.clients import problems as client_problems
+from nodebench.catalogue.workloads import WORKLOADS
+
+#: Shared code in servers/ that is not a server configuration; names with other characters
+#: (eslint.config.js, _base.js) are never configurations either.
+NOT_SERVERS = {"contract"}
+SERVER_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
+#: Directories under data/ that are not scopes, so no experiment may take their names.
+DATA_DIRS = {"runs", "logs", "database", "toolchain", "claims", "failures"}
+
+
+def available_servers(servers_dir: Path) -> list[str]:
+    """Names of the server configurations that exist as servers/<name>.js."""
+    return sorted(
+        p.stem for p in Path(servers_dir).glob("*.js") if SERVER_NAME.fullmatch(p.stem) and p.stem not in NOT_SERVERS
+    )
+
+
+def server_framework(name: str, servers_dir: Path) -> str:
+    """The framework a server configuration runs: the servers/frameworks/<x>.js it loads, else its own name."""
+    from nodebench import codegraph
+
+    for path in codegraph.js_files(str(Path(servers_dir) / f"{name}.js")):
+        if Path(path).parent.name == "frameworks":
+            return Path(path).stem
+    return name
+
+
+def _servers(names: list[str], where: str, available: list[str]) -> Iterator[str]:
+    missing = [n for n in names if n not in available]
+    if missing:
+        yield (
+            f"config key '{where}' names {', '.join(map(repr, missing))}, which has no file servers/<name>.js; "
+            f"available: {', '.join(available)}"
+        )
+
+
+def _workloads(names, where: str) -> Iterator[str]:
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        yield (
+            f"config key '{where}' names workload {', '.join(map(repr, unknown))}, which is not in the catalogue "
+            f"(scripts/nodebench/catalogue/workloads.py); available: {', '.join(WORKLOADS)}"
+        )
+
+
+def _frameworks(servers, workloads, where: str, servers_dir: Path, available: list[str]) -> Iterator[str]:
+    """A workload only some frameworks answer (seed 003's failure modes) is measured on those only."""
+    for w in workloads:
+        only = WORKLOADS[w].frameworks if w in WORKLOADS else ()
+        wrong = [s for s in servers if only and s in available and server_framework(s, servers_dir) not in only]
+        if wrong:
+            yield (
+                f"config key '{where}': workload {w!r} is answered by {', '.join(only)} servers only, not "
+                f"{', '.join(wrong)}"
+            )
+
+
+def _twin_clash(control: str | None, where: str, available: list[str]) -> Iterator[str]:
+    if control and plan.twin(control) in available:
+        yield (
+            f"config {where}: the A/A twin's name {plan.twin(control)!r} is also servers/{plan.twin(control)}.js; "
+            "rename that file"
+        )
+
+
+def _main(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
+    yield from _servers(config["servers"], "servers", available)
+    named = config.get("control")
+    if named and named not in available:
+        yield (
+            f"config key 'control' is {named!r}, which has no file servers/<name>.js; "
+            f"available: {', '.join(available)}, or leave it empty for no A/A control"
+        )
+    yield from _twin_clash(plan.control(config), "key 'control'", available)
+    yield from _workloads(config["workloads"], "workloads")
+    yield from _frameworks(config["servers"], config["workloads"], "workloads", servers_dir, available)
+    known = [WORKLOADS[w] for w in config["workloads"] if w in WORKLOADS]
+    bad = client_problems(plan.main_client(config), {"duration": [config["duration_s"]]}, known)
+    if bad:
+        yield f"config keys 'load_generator'/'duration_s': {'; '.join(bad)}"
+
+
+def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
+    for name, experiment in (config.get("experiments") or {}).items():
+        if name in ("overall", *WORKLOADS, *DATA_DIRS):
+            yield (
+                f"config key 'experiments' has an experiment named {name!r}, which is also a workload, scope or "
+                "data directory name; rename it"
+            )
+        for key in ("matrices", "failures"):
+            for i, matrix in enumerate(experiment.get(key) or []):
+                where = f"experiments.{name}.{key}[{i}]"
+                yield from _servers(matrix["servers"], f"{where}.servers", available)
+                yield from _workloads(matrix["workloads"], f"{where}.workloads")
+                yield from _frameworks(matrix["servers"], matrix["workloads"], where, servers_dir, available)
+                named = matrix.get("control")
+                if named and named not in matrix["servers"]:
+                    servers = ", ".join(matrix["servers"])
+                    yield f"config {where}.control is {named!r}, which is not among its servers ({servers})"
+                yield from _twin_clash(named, f"{where}.control", available)
+                rules = {"duration": matrix.get("durations_s", []), "count": matrix.get("counts", [])}
+                if not any(rules.values()):
+                    yield f"config {where} has no stopping rule: give durations_s, counts or both"
+                    continue
+                known = [WORKLOADS[w] for w in matrix["workloads"] if w in WORKLOADS]
+                for client in matrix["load_generators"]:
+                    bad = client_problems(client, rules, known)
+                    if bad:
+                        yield f"config {where}: {'; '.join(bad)}"
+
+
+def _pool(config: dict) -> Iterator[str]:
+    """The embedded server must accept every pool connection plus the harness's own."""
+    limit = int(config["database"].get("settings", {}).get("max_connections", 100))
+    if not config["database"].get("dsn") and config["pool_size"] + 2 > limit:
+        yield (
+            f"config key 'pool_size' is {config['pool_size']}, but database.settings.max_connections is "
+            f"{limit}: raise max_connections to at least pool_size + 2"
+        )
+
+
+def problems(config: dict, servers_dir: Path) -> list[str]:
+    """Every problem of a schema-valid configuration, each naming the key it is about; empty when there is none."""
+    available = available_servers(servers_dir)
+    return [*_main(config, servers_dir, available), *_experiments(config, servers_dir, available), *_pool(config)]
+
+
+def warnings(config: dict) -> list[str]:
+    """What is allowed but probably not meant: an A/A control the matrix does not measure."""
+    named = config.get("control")
+    if named and not plan.control(config):
+        return [
+            f"the A/A control {named!r} is not among 'servers' ({', '.join(config['servers'])}): "
+            "no A/A control and no noise floor in this run"
+        ]
+    return []

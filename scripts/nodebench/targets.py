@@ -1,0 +1,307 @@
+"""Every file the workflow makes, by name, and which of them each target needs: pure functions of the config.
+
+The rule files (workflow/rules/*.smk) only declare; their input functions ask this module.
+A *scope* is what one report covers: the whole main matrix (`overall`), one workload of
+it, or one experiment. Each path is spelt once, here; a pattern's wildcards are the rules'
+(`rep` is the run's round, `loadgen` its client: names kept because they are part of
+every measurement job's command, which Snakemake compares to decide a record is stale).
+"""
+
+import json
+import os
+import time
+
+from nodebench import codegraph, plan
+from nodebench.catalogue.clients import CLIENTS
+from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS
+from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
+
+# --- The path table ----------------------------------------------------------------------
+RECORD = "data/runs/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.json"
+FAILURE = "data/failures/{workload}/{server}/c{connections}/{loadgen}-{stop}.json"
+TABLE = "data/{scope}/{table}.parquet"
+SUMMARY = "reports/{scope}/summary.md"
+PAGE = "reports/{scope}/index.html"
+MANIFEST = "reports/{scope}/all"
+CHART = "reports/{scope}/charts/{chart}.{ext}"
+DATABASE_INFO = "data/database/database.json"
+TEMPLATE = "data/database/template"
+NODE_MODULES = "servers/node_modules/.nodebench-installed"
+CLIENT_PROBE = "data/toolchain/{loadgen}.json"
+SYSTEM_NODE_INFO = "data/toolchain/node-system.json"
+NODE_INFO = "data/toolchain/node{major}.json"
+NODE_BINARY = "data/toolchain/node{major}/bin/node"
+LEDGER = "data/claims/ledger.parquet"
+LEDGER_MARKDOWN = "reports/claims/index.md"
+LEDGER_PAGE = "reports/claims/index.html"
+LEDGER_MANIFEST = "reports/claims/all"
+RUN_SCHEMA = "workflow/schemas/run-record.schema.yaml"
+#: The workload catalogue is no measurement's input: a cell's own entry is a parameter of its job, so adding
+#: or editing another workload re-measures nothing.
+CATALOGUE_MODULE = "scripts/nodebench/catalogue/workloads.py"
+#: The whole matrix's scope name.
+OVERALL = "overall"
+
+
+def record_path(workload, server, connections, client, stop, round_) -> str:
+    cell = {"workload": workload, "server": server, "connections": connections, "loadgen": client, "stop": stop}
+    return RECORD.format(**cell, rep=round_)
+
+
+def failure_path(workload, server, connections, client, stop) -> str:
+    return FAILURE.format(workload=workload, server=server, connections=connections, loadgen=client, stop=stop)
+
+
+def chart_path(scope: str, chart: str, ext: str) -> str:
+    return CHART.format(scope=scope, chart=chart, ext=ext)
+
+
+def table_path(scope: str, table: str) -> str:
+    return TABLE.format(scope=scope, table=table)
+
+
+def job_environment(config: dict, scripts: str, environ) -> dict[str, str]:
+    """What every job inherits from the Snakemake process.
+
+    PYTHONPATH: this checkout's nodebench first, even when the virtual environment has another checkout's
+    installed in editable mode. The DSN: jobs read config's database.dsn from here, not from their command
+    line, where `ps` would show its password (an inherited value is never the one they use).
+    NODEBENCH_SESSION: one id per Snakemake invocation (kept where set), so records of one round measured by
+    different invocations are pairs that cross sessions, and the reports say so.
+    """
+    from nodebench.harness import DSN_VARIABLE
+
+    return {
+        "PYTHONPATH": os.pathsep.join(filter(None, [scripts, environ.get("PYTHONPATH")])),
+        DSN_VARIABLE: config["database"]["dsn"] or "",
+        "NODEBENCH_SESSION": environ.get("NODEBENCH_SESSION") or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}",
+    }
+
+
+def code(script: str) -> list[str]:
+    """A rule's code inputs: the nodebench modules its entry script imports, transitively."""
+    return list(codegraph.python_modules(f"scripts/{script}"))
+
+
+def chart_code(chart: str) -> list[str]:
+    """A chart job's code inputs: plot_chart's and its draw function's module's (imported by name, so
+    not among plot_chart's imports), so that editing one chart's module redraws only the charts it draws."""
+    drawn_by = CHART_LIST[chart].draw_file()
+    return sorted({*code("plot_chart.py"), drawn_by, *codegraph.python_modules(drawn_by)})
+
+
+class Targets:
+    """What the workflow plans for one configuration: cells, scopes, each scope's files and charts."""
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.experiments: dict = config.get("experiments") or {}
+        self.workloads = list(config["workloads"])
+        self.scopes = [OVERALL, *self.workloads, *self.experiments]
+        self.plan = plan.Plan(config)
+        self.embedded = not config["database"].get("dsn")
+
+    # --- cells and runs ------------------------------------------------------------------
+    def main_runs(self) -> list[tuple]:
+        """Every (workload, server, connections, client, stop, round) of the main matrix."""
+        return [(*cell, r) for cell in plan.main_cells(self.config) for r in range(1, self.config["rounds"] + 1)]
+
+    def experiment_runs(self, name: str) -> list[tuple]:
+        """Every run of an experiment, each once even where matrices overlap."""
+        rounds = plan.experiment_rounds(self.config, name)
+        return [(*cell, r) for cell in plan.experiment_cells(self.config, name) for r in range(1, rounds + 1)]
+
+    def failure_cells(self, name: str) -> list[tuple]:
+        """An experiment's cells expected to fail (its `failures`), each once: (workload, server, connections,
+        client, stop)."""
+        failures = self.experiments.get(name, {}).get("failures") or []
+        if not failures:
+            return []
+        return plan.experiment_cells({"experiments": {name: {"matrices": failures}}}, name)
+
+    def all_runs(self) -> list[tuple]:
+        return [*self.main_runs(), *(run for e in self.experiments for run in self.experiment_runs(e))]
+
+    def all_failure_cells(self) -> list[tuple]:
+        return [c for e in self.experiments for c in self.failure_cells(e)]
+
+    def scope_cells(self, scope: str) -> list[tuple] | None:
+        """A scope's planned cells (workload, server, connections, client, stop); None for no such scope."""
+        if scope == OVERALL:
+            return plan.main_cells(self.config)
+        if scope in self.experiments:
+            return plan.experiment_cells(self.config, scope)
+        return None
+
+    # --- a measurement job ---------------------------------------------------------------
+    def measure_inputs(self, workload: str, server: str, client_name: str) -> dict:
+        """This cell's files only: its server and what that server loads, its workload's and its client's files."""
+        server_file = f"servers/{plan.server_file(server, self.config)}.js"
+        client = CLIENTS[client_name]
+        inputs = {
+            "server": server_file,
+            "server_files": list(codegraph.js_files(server_file)),
+            "lockfile": "servers/package-lock.json",
+            "node_modules": NODE_MODULES,
+            "database": DATABASE_INFO,
+            "run_schema": RUN_SCHEMA,
+            "entry": "scripts/measure_run.py",
+            "code": [m for m in code("measure_run.py") if m != CATALOGUE_MODULE],
+        }
+        fixture = WORKLOADS[workload].answer_fixture
+        if fixture:
+            inputs["fixture"] = f"servers/fixtures/{fixture}"
+        if client.files:
+            inputs["client_file"] = client.files[0]
+            inputs["client_files"] = [
+                f for path in client.files if path.endswith(".js") for f in codegraph.js_files(path)
+            ]
+        if self.embedded:
+            inputs["template"] = TEMPLATE
+        if client.program:
+            inputs["client_probe"] = CLIENT_PROBE.format(loadgen=client_name)
+        # The server's Node.js: the pipeline's own as described, or an installed major's binary and description.
+        # The pipeline's own also where it runs the client (autocannon's driver), so that a change of it
+        # re-measures only the cells it runs in.
+        _, node = plan.runtime(server)
+        if node == plan.SYSTEM_NODE:
+            inputs["server_node"] = SYSTEM_NODE_INFO
+        else:
+            inputs["server_node"] = NODE_INFO.format(major=node)
+            inputs["server_binary"] = NODE_BINARY.format(major=node)
+        if node == plan.SYSTEM_NODE or client.program is None:
+            inputs["pipeline_node"] = SYSTEM_NODE_INFO
+        return inputs
+
+    def failure_inputs(self, workload: str, server: str, client_name: str) -> dict:
+        """A cell expected to fail takes what its measurement would, and its own entry script's code."""
+        return self.measure_inputs(workload, server, client_name) | {
+            "entry": "scripts/expect_failure.py",
+            "code": [m for m in code("expect_failure.py") if m != CATALOGUE_MODULE],
+        }
+
+    def public_dsn(self) -> str:
+        """database.dsn without its password: params are kept in .snakemake/metadata, so jobs read the DSN from
+        the environment."""
+        dsn = self.config["database"]["dsn"]
+        if not dsn:
+            return ""
+        from nodebench.harness.database import redacted_dsn
+
+        return redacted_dsn(dsn)
+
+    def database_params(self) -> dict:
+        """The database settings a measurement depends on (the DSN without its password)."""
+        db = self.config["database"]
+        return {"dsn": self.public_dsn(), "run_as": db["run_as"], "settings": db["settings"]}
+
+    def job_options(self, server: str) -> str:
+        """The measurement's options as JSON: config's keys it depends on and the server's Node.js label."""
+        c = self.config
+        return json.dumps(
+            {
+                "warmup_s": c["warmup_s"],
+                "pool_size": c["pool_size"],
+                "server_port": c["server_port"],
+                "node": c["node"],
+                "scratch_dir": c["scratch_dir"],
+                "allow_shared_cpu": c["allow_shared_cpu"],
+                "database": self.database_params(),
+                "runtime": plan.runtime(server)[1],
+            },
+            sort_keys=True,
+        )
+
+    # --- scopes --------------------------------------------------------------------------
+    def scope_records(self, scope: str) -> list[str]:
+        """The run records a scope reports."""
+        if scope in self.experiments:
+            found = self.experiment_runs(scope)
+        else:
+            found = [c for c in self.main_runs() if scope == OVERALL or c[0] == scope]
+        return [record_path(*c) for c in found]
+
+    def scope_workloads(self, scope: str) -> list[str] | None:
+        """The workloads a scope's metrics keep (None: every workload it measured)."""
+        return [scope] if scope in self.workloads else None
+
+    def reference_runs(self, scope: str) -> list[str]:
+        """A single workload's share models need the framework-only workload's runs beside its own."""
+        if scope in self.workloads and scope != FRAMEWORK_ONLY and FRAMEWORK_ONLY in self.workloads:
+            return [table_path(FRAMEWORK_ONLY, "runs")]
+        return []
+
+    def versioned(self, scope: str) -> bool:
+        """An experiment compares Node.js versions, or framework majors (a server and its <name>4 beside it)."""
+        if scope not in self.experiments:
+            return False
+        matrices = self.experiments[scope]["matrices"]
+        nodes = {v for m in matrices for v in plan.node_versions(self.config, m)}
+        servers = {s for m in matrices for s in m["servers"]}
+        return len(nodes) > 1 or any(new in servers and old in servers for new, old in plan.MAJORS.items())
+
+    def scored(self, scope: str) -> bool:
+        """An experiment scores its servers against node:http when it measures node:http on scenarios of a score
+        set."""
+        if scope not in self.experiments or self.versioned(scope):
+            return False
+        return any(
+            "node-http" in m["servers"]
+            and len(m["servers"]) > 1
+            and any(WORKLOADS[w].score_set for w in m["workloads"])
+            for m in self.experiments[scope]["matrices"]
+        )
+
+    def facts(self, scope: str) -> ScopeFacts:
+        """What a scope measured, as far as the choice of its charts goes."""
+        if scope in self.experiments:
+            matrices = self.experiments[scope]["matrices"]
+            return ScopeFacts(
+                experiment=True,
+                scored=self.scored(scope),
+                versioned=self.versioned(scope),
+                both_stops=any(m.get("counts") and m.get("durations_s") for m in matrices),
+                durations=max((len(m.get("durations_s", [])) for m in matrices), default=0),
+                clients=len({c for m in matrices for c in m["load_generators"]}),
+            )
+        workloads = self.workloads if scope == OVERALL else [scope]
+        return ScopeFacts(
+            experiment=False,
+            swept=any(len(self.config["workloads"][w]["connections"]) > 1 for w in workloads),
+            baseline=bool({"express", "node-http"} & set(self.config["servers"])),
+            control=bool(plan.control(self.config)),
+        )
+
+    def chart_names(self, scope: str) -> list[str]:
+        """The charts drawn for a scope, in the order its page shows them."""
+        return charts_for(self.facts(scope))
+
+    def chart_files(self, scope: str, exts=EXTENSIONS) -> list[str]:
+        return [chart_path(scope, c, e) for c in self.chart_names(scope) for e in exts]
+
+    def chart_tables(self, scope: str, chart: str) -> dict[str, str]:
+        """The scope's tables a chart is drawn from."""
+        return {t: table_path(scope, t) for t in CHART_LIST[chart].tables}
+
+    def tables(self, scope: str) -> list[str]:
+        """The tables a scope's summary is written from."""
+        tables = ["runs", "metrics", "stopping" if scope in self.experiments else "scores"]
+        return tables + ["scenarios"] * self.scored(scope) + ["versions"] * self.versioned(scope)
+
+    def summary_inputs(self, scope: str) -> dict[str, str]:
+        return {t: table_path(scope, t) for t in self.tables(scope)}
+
+    def outputs(self, scope: str) -> list[str]:
+        """Everything a scope's manifest lists."""
+        return [
+            *self.scope_records(scope),
+            *(failure_path(*c) for c in self.failure_cells(scope)),
+            *(table_path(scope, t) for t in self.tables(scope)),
+            SUMMARY.format(scope=scope),
+            PAGE.format(scope=scope),
+            *self.chart_files(scope),
+        ]
+
+    def manifests(self) -> list[str]:
+        """Every scope's manifest: reports/all for the whole matrix, reports/<scope>/all for the others."""
+        return ["reports/all", *(MANIFEST.format(scope=s) for s in self.scopes)]

@@ -344,5 +344,5 @@ def test_every_server_has_a_handler_for_every_catalogue_workload(project: Path, 
             procs.stop(proc)
     assert not missing, (
         "every server in servers/ must answer every workload in nodebench/catalogue/workloads.py "
-        "(see the README, 'Adding a workload'):\n" + "\n".join(missing)
+        "(see docs/extending.md, 'Adding a workload'):\n" + "\n".join(missing)
     )

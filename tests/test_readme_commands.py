@@ -39,7 +39,7 @@ def how_to_run(command: str) -> tuple[str, str, set[int]] | None:
     """(what to run, where: a fresh checkout or the finished tiny run, the exit statuses that pass), or None.
 
     Snakemake's commands run as dry-runs, except those that change nothing (--unlock) or
-    read a finished run (--report, which runs there); pytest only collects; a grep may find
+    read a finished run (--report, which runs there); pytest (the whole suite or a tier) only collects; a grep may find
     nothing (status 1) but must not fail (2).
     """
     if command.startswith(".venv/bin/snakemake "):
@@ -48,7 +48,7 @@ def how_to_run(command: str) -> tuple[str, str, set[int]] | None:
         if "--unlock" in command:
             return command, "fresh", {0}
         return f"{command} --dry-run", "fresh", {0}
-    if command == ".venv/bin/python -m pytest":
+    if command == ".venv/bin/python -m pytest" or command.startswith(".venv/bin/python -m pytest tests/"):
         return f"{command} --collect-only -q -p no:cacheprovider", "fresh", {0}
     if command.startswith("grep "):
         return command, "finished", {0, 1}

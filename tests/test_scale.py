@@ -16,7 +16,7 @@ from synthetic import campaign
 RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
 #: The charts the registry gives the campaign's scope: swept, with baselines, without an A/A control.
 MATRIX_CHARTS = charts_for(ScopeFacts(experiment=False, swept=True, baseline=True, control=False))
-#: The sizes the README states for 100,000 records: a chart's offline HTML (the inlined
+#: The sizes docs/performance.md states for 100,000 records: a chart's offline HTML (the inlined
 #: Vega bundle, 897,700 bytes with vl-convert 1.9, and the chart's spec) and the index
 #: page (the bundle once, every spec, the headline cells and a link to summary.md).
 CHART_HTML_BYTES = 1_100_000

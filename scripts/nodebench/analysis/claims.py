@@ -1,6 +1,6 @@
 """The claims ledger: each published claim of the seeds set beside our measurement of it, with a computed verdict.
 
-The claims live in claims.yaml (one entry per claim; see the README, "Adding a claim"). A
+The claims live in claims.yaml (one entry per claim; see docs/claims.md, "Adding a claim"). A
 claim names the scope that measures it (the main matrix, `overall`, or an experiment), the
 cells it reads, each under a short alias, and a statistic over them: an arithmetic
 expression of the aliases, for example `f / e` (a ratio), `100 * (c / d - 1)` (a change in

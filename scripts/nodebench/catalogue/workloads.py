@@ -1,6 +1,6 @@
 """The workload catalogue: one entry per workload (scenario), everything the pipeline needs to know about it.
 
-Adding a workload is one entry here plus its route in every server (see the README).
+Adding a workload is one entry here plus its route in every server (see docs/extending.md, "Adding a workload").
 The harness reads the request, the expected status and answer and the database cost
 from the entry; the analysis and the charts read the order, roles and score sets from it.
 """
@@ -18,7 +18,7 @@ class Workload:
     """One request every server answers the same way."""
 
     name: str
-    #: What it isolates, in one line (for a reader of the catalogue; the README's table says the same).
+    #: What it isolates, in one line (for a reader of the catalogue; docs/workloads.md's table says the same).
     description: str
     #: The request the load generator sends (keep-alive): method, path and, for a POST, a JSON body.
     path: str

@@ -1,6 +1,15 @@
-"""Synthetic run records with known structure, for the metrics tests and the scale benchmark."""
+"""Synthetic run records with known structure, for the metrics tests, the scale benchmark and every target's report."""
+
+import copy
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
+import pandas as pd
+
+from nodebench import plan
+from nodebench import targets as paths
+from nodebench.catalogue.clients import Stop
+from nodebench.catalogue.workloads import WORKLOADS
 
 # Event-loop microseconds per request that each server spends on the framework,
 # and what each workload adds on top of it.
@@ -126,3 +135,132 @@ def synthetic_records(servers, workloads, connections, repetitions, seed=0, nois
                         }
                     )
     return out
+
+
+#: What a synthetic cell expected to fail reports.
+_FAILED_CHECK = "synthetic: the load generator reported 10 timeouts (the handler never answered)"
+
+
+def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dict], dict[str, dict]]:
+    """Every run and every cell expected to fail that a configuration plans, as records made from real ones.
+
+    templates: a real record (a dict, as measure_run wrote it) for each (client, stopping rule);
+    targets: the configuration's nodebench.targets.Targets. Each run is its template with the cell's
+    identity (server, workload, connections, client, stop, round, place in its round, Node.js) and a cost
+    of framework + workload with 3 % noise, its other figures following from that cost. Runs are stamped
+    3 s apart in plan order, so pairs are measured where the plan puts them. Returns ({record path:
+    record}, {failure path: outcome}).
+    """
+    rng = np.random.default_rng(seed)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    records = {}
+    for run in targets.all_runs():
+        workload, server, connections, client, stop, round_ = run
+        rule = Stop.parse(stop)
+        r = copy.deepcopy(templates[(client, rule.rule)])
+        name, node = plan.runtime(server)
+        w = WORKLOADS[workload]
+        us = (FRAMEWORK_US.get(name.removesuffix("-aa"), 150.0) + WORKLOAD_US.get(workload, 300.0)) * rng.lognormal(
+            0, 0.03
+        )
+        elu = 0.97
+        rps = elu * 1e6 / us
+        window = float(rule.value) if rule.rule == "duration" else rule.value / rps
+        requests = int(rps * window) if rule.rule == "duration" else int(rule.value)
+        index = targets.plan.runs[run][0] if run in targets.plan.runs else len(records)
+        position, size = targets.plan.place(*run)
+        began = start + timedelta(seconds=3 * index)
+        statuses = {str(w.status): requests}
+        r.update(
+            server=server,
+            workload=workload,
+            connections=int(connections),
+            repetition=int(round_),
+            round_position=position,
+            round_size=size,
+            load_generator=client,
+            stop=stop,
+            stopping_rule=rule.rule,
+            duration_s=float(rule.value) if rule.rule == "duration" else None,
+            requests_target=int(rule.value) if rule.rule == "count" else None,
+            path=w.path,
+            method=w.method,
+            expected_status=w.status,
+            window_s=window,
+            elu_window_ms=window * 1000,
+            requests=requests,
+            server_requests=requests,
+            responses_2xx=requests if w.status < 300 else 0,
+            non2xx=0 if w.status < 300 else 0,
+            bytes=requests * r["answer_bytes"],
+            req_per_s=rps,
+            client_req_per_s=rps,
+            client_reported_req_per_s=rps * (0.97 if rule.rule == "count" else 1.0),
+            client_reported_duration_s=window,
+            elu_utilization=elu,
+            elu_active_ms=elu * window * 1000,
+            elu_idle_ms=(1 - elu) * window * 1000,
+            us_per_req_elu=us,
+            us_per_req_cpu=us * 1.1,
+            server_cpu_util=elu * 1.1,
+            latency_p50_ms=connections / rps * 1000,
+            latency_p90_ms=1.5 * connections / rps * 1000,
+            latency_p99_ms=3 * connections / rps * 1000,
+            latency_max_ms=10 * connections / rps * 1000,
+            latency_mean_ms=connections / rps * 1000,
+            db_queries=requests * w.queries_per_request,
+            db_queries_per_request=float(w.queries_per_request),
+            node=node,
+            started_at=began.isoformat(),
+            finished_at=(began + timedelta(seconds=window + 1)).isoformat(),
+            process_started_at=(began - timedelta(seconds=1)).isoformat(),
+            session="synthetic",
+            preempted=False,
+            preempted_reason=None,
+        )
+        for key in ("status_counts", "server_statuses"):
+            if r.get(key) is not None:
+                r[key] = statuses
+        if node != plan.SYSTEM_NODE:
+            r.update(
+                node_version=f"v{node}.0.0", node_binary=f"data/toolchain/node{node}/bin/node", node_sha256="0" * 64
+            )
+        if rule.rule == "count" and r.get("last_response_s") is not None:
+            r.update(last_response_s=window * 0.95, first_connection_done_s=window * 0.9)
+        records[paths.record_path(*run)] = r
+    failures = {
+        paths.failure_path(*cell): {
+            **dict(zip(("workload", "server", "connections", "load_generator", "stop"), cell, strict=True)),
+            "started_at": start.isoformat(),
+            "outcome": "failed",
+            "check": _FAILED_CHECK,
+            "finished_at": start.isoformat(),
+        }
+        for cell in targets.all_failure_cells()
+    }
+    return records, failures
+
+
+def runs_from(rows) -> pd.DataFrame:
+    """A runs table from (workload, server, connections, rep, req_per_s, us_per_req_elu, elu, client_cpu) tuples."""
+    cols = [
+        "workload",
+        "server",
+        "connections",
+        "repetition",
+        "req_per_s",
+        "us_per_req_elu",
+        "elu_utilization",
+        "client_cpu_util",
+    ]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.assign(
+        load_generator="autocannon",
+        stopping_rule="duration",
+        stop="10s",
+        client_cpu_capacity=1.0,
+        us_per_req_cpu=df["us_per_req_elu"] * 1.1,
+        latency_p50_ms=1.0,
+        latency_p99_ms=5.0,
+        cpu_model="Test CPU",
+    )

@@ -1,0 +1,142 @@
+"""Every target the README and experiments.yaml name runs to its report.
+
+The shipped config.yaml and experiments.yaml, unchanged: every run they plan is a record made
+from a real one of the tiny run (tests/synthetic.py: records_like), so the whole report stage
+(aggregation, metrics, scores, stopping, scenarios, versions, charts, summaries, pages, the
+claims ledger) runs through Snakemake on every experiment's real shape. The measurements
+themselves are not repeated here (about 570 runs, over 40 minutes at 1-second windows): the
+end-to-end tests measure with each client and stopping rule.
+"""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import REPO, make_project, snakemake
+from nodebench import targets
+from synthetic import records_like
+
+#: Rules that measure or provision: not run here, their outputs (the records) are made instead.
+MEASURING = {
+    "measure_run",
+    "expect_failure",
+    "install_node_packages",
+    "probe_load_generator",
+    "probe_node",
+    "install_node",
+    "build_database_template",
+    "prepare_external_database",
+}
+
+
+def shipped_config() -> dict:
+    """config.yaml and experiments.yaml as Snakemake reads them, with the schema's defaults."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text()) | yaml.safe_load(
+        (REPO / "experiments.yaml").read_text()
+    )
+    validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
+    return config
+
+
+def named_targets(config: dict) -> list[str]:
+    """reports/all, each workload's, each experiment's and the claims ledger's."""
+    return [
+        "reports/all",
+        *(f"reports/{w}/all" for w in config["workloads"]),
+        *(f"reports/{e}/all" for e in config["experiments"]),
+        "reports/claims/all",
+    ]
+
+
+def templates(project: Path) -> dict:
+    """A real record of the tiny run for each (client, stopping rule): its experiment runs autocannon for a
+    duration and a count, ab for a count, wrk for a duration (a no-op where test_e2e built it already)."""
+    res = snakemake(project, "reports/tiny-study/all")
+    assert res.returncode == 0, res.stdout[-4000:]
+    found = {}
+    for path in sorted((project / "data/runs").rglob("r1.json")):
+        record = json.loads(path.read_text())
+        found.setdefault((record["load_generator"], record["stopping_rule"]), record)
+    return found
+
+
+def test_the_readme_names_these_targets():
+    readme = (REPO / "README.md").read_text()
+    for target in ("reports/all", "reports/claims/all"):
+        assert target in readme
+    for name in shipped_config()["experiments"]:
+        assert f"reports/{name}/all" in readme or "reports/<experiment>/all" in readme, name
+
+
+def test_every_named_target_plans_in_a_fresh_checkout(tmp_path: Path):
+    """A dry run of every target at once, with the shipped configuration: each plans its measurements."""
+    config = shipped_config()
+    dest = make_project(tmp_path / "project", (REPO / "config.yaml").read_text())
+    res = snakemake(dest, "--dry-run", *named_targets(config))
+    assert res.returncode == 0, res.stdout[-4000:]
+    counts = dict(re.findall(r"^(measure_run|expect_failure)\s+(\d+)$", res.stdout, re.M))
+    t = targets.Targets(config)
+    assert counts == {"measure_run": str(len(set(t.all_runs()))), "expect_failure": str(len(t.all_failure_cells()))}
+
+
+@pytest.fixture(scope="module")
+def built(project: Path, tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess, dict]:
+    config = shipped_config()
+    dest = make_project(tmp_path_factory.mktemp("targets") / "project", (REPO / "config.yaml").read_text())
+    records, failures = records_like(templates(project), targets.Targets(config))
+    for path, content in [*records.items(), *failures.items()]:
+        (dest / path).parent.mkdir(parents=True, exist_ok=True)
+        (dest / path).write_text(json.dumps(content))
+    rules = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--list-rules"], cwd=dest, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert MEASURING & set(rules) and "write_summary" in rules, rules
+    allowed = [r for r in rules if r not in MEASURING]
+    res = snakemake(dest, "--cores", "2", "--allowed-rules", *allowed, "--", *named_targets(config), timeout=1200)
+    return dest, res, config
+
+
+def test_every_named_target_runs_to_its_report(built):
+    dest, res, config = built
+    assert res.returncode == 0, res.stdout[-6000:]
+    for target in named_targets(config):
+        listed = (dest / target).read_text().split()
+        assert listed, target
+        missing = [p for p in listed if not (dest / p).exists()]
+        assert not missing, f"{target} lists files that are not there: {missing[:5]}"
+
+
+def test_each_scope_has_its_summary_page_and_charts(built):
+    dest, res, config = built
+    t = targets.Targets(config)
+    for scope in t.scopes:
+        summary = (dest / targets.SUMMARY.format(scope=scope)).read_text()
+        assert len(summary) > 500 and "Traceback" not in summary, scope
+        page = (dest / targets.PAGE.format(scope=scope)).read_text()
+        assert page.count('class="chart"') == len(t.chart_names(scope)), scope
+        for chart in t.chart_files(scope):
+            assert (dest / chart).stat().st_size > 0, chart
+
+
+def test_the_load_generators_experiment_has_a_score_table_per_client(built):
+    """The crash of reports/load-generators/all: a server's score was several rows, one per client."""
+    dest, res, config = built
+    summary = (dest / targets.SUMMARY.format(scope="load-generators")).read_text()
+    clients = {c for m in config["experiments"]["load-generators"]["matrices"] for c in m["load_generators"]}
+    headings = [line for line in summary.splitlines() if line.startswith("## Score: The database set")]
+    assert {h.split(", ")[1] for h in headings} == clients, headings
+
+
+def test_the_ledger_has_a_row_for_every_claim(built):
+    dest, res, config = built
+    ledger = (dest / targets.LEDGER_MARKDOWN).read_text()
+    claims = yaml.safe_load((REPO / "claims.yaml").read_text())["claims"]
+    missing = [c["id"] for c in claims if c["id"] not in ledger]
+    assert not missing, missing

@@ -27,63 +27,12 @@ COPY_IGNORE = shutil.ignore_patterns(
     ".ruff_cache",
     "tests",
 )
-# node-http, express and fastify, and node-http again as the A/A control's twin (config's default
-# control) node-http-aa; empty and point-lookup; one connection level; one round of 1-second windows.
-TINY_CONFIG = """\
-servers: [node-http, express, fastify]
-workloads:
-  empty: {connections: [10]}
-  point-lookup: {connections: [10]}
-warmup_s: 1
-duration_s: 1
-rounds: 1
-database:
-  rows: 20000
-# One tiny fixed-count cell with autocannon, one wrk cell and one ab cell, next to the
-# main matrix (wrk by default, so the autocannon 1 s cell is the study's own).
-experiments:
-  tiny-study:
-    matrices:
-      - servers: [fastify]
-        workloads: [point-lookup]
-        connections: [10]
-        load_generators: [autocannon]
-        durations_s: [1]
-        counts: [2000]
-      - servers: [fastify]
-        workloads: [point-lookup]
-        connections: [10]
-        load_generators: [wrk]
-        durations_s: [1]
-      - servers: [fastify]
-        workloads: [point-lookup]
-        connections: [10]
-        load_generators: [ab]
-        counts: [2000]
-  # Scenarios scored against node-http (tests/test_scenarios.py builds it; reports/all does not).
-  tiny-scenarios:
-    rounds: 1
-    matrices:
-      - servers: [node-http, hono]
-        workloads: [hello, not-found, small-body, create-user-db]
-        connections: [10]
-        load_generators: [wrk]
-        durations_s: [1]
-"""
+#: The tiny configurations the integration tests run, as files (tests/config/).
+CONFIGS = Path(__file__).resolve().parent / "config"
+TINY_CONFIG = (CONFIGS / "tiny.yaml").read_text()
 
 
-# Two servers on one empty cell, one round of 1-second windows and no A/A twin: the smallest real run.
-TWO_CELLS = """\
-servers: [node-http, fastify]
-workloads:
-  empty: {connections: [10]}
-warmup_s: 1
-duration_s: 1
-rounds: 1
-control: null
-database:
-  rows: 20000
-"""
+TWO_CELLS = (CONFIGS / "two-cells.yaml").read_text()
 
 
 def make_project(dest: Path, config: str = TINY_CONFIG) -> Path:

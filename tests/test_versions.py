@@ -17,7 +17,7 @@ from nodebench.analysis import metrics, versions
 from nodebench.harness import node_install, nodejs
 from nodebench.harness.errors import RunError, ToolchainError
 from nodebench.render import experiment_report, markdown
-from test_metrics import runs_from
+from synthetic import runs_from
 
 # The machine slows and speeds up between rounds; within a round every server sees the same factor.
 DRIFT = [1.0, 1.8, 0.7, 1.3, 1.1]

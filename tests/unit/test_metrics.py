@@ -8,36 +8,12 @@ import yaml
 from conftest import REPO
 from nodebench.analysis import metrics
 from nodebench.render import markdown
+from synthetic import runs_from
 
 RUN_SCHEMA = yaml.safe_load((REPO / "workflow/schemas/run-record.schema.yaml").read_text())
 
 
 DICTIONARY = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())
-
-
-def runs_from(rows) -> pd.DataFrame:
-    """A runs table from (workload, server, connections, rep, req_per_s, us_per_req_elu, elu, client_cpu) tuples."""
-    cols = [
-        "workload",
-        "server",
-        "connections",
-        "repetition",
-        "req_per_s",
-        "us_per_req_elu",
-        "elu_utilization",
-        "client_cpu_util",
-    ]
-    df = pd.DataFrame(rows, columns=cols)
-    return df.assign(
-        load_generator="autocannon",
-        stopping_rule="duration",
-        stop="10s",
-        client_cpu_capacity=1.0,
-        us_per_req_cpu=df["us_per_req_elu"] * 1.1,
-        latency_p50_ms=1.0,
-        latency_p99_ms=5.0,
-        cpu_model="Test CPU",
-    )
 
 
 EXPRESS_FASTIFY = runs_from(

@@ -1,0 +1,117 @@
+"""The configuration checks the schema cannot make, without Snakemake: every problem at once, each naming its key."""
+
+import copy
+
+import pytest
+import yaml
+
+from conftest import REPO
+from nodebench import configcheck
+
+SERVERS = REPO / "servers"
+
+
+def shipped() -> dict:
+    """config.yaml and experiments.yaml as Snakemake reads them, with the schema's defaults."""
+    from snakemake.utils import validate
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text()) | yaml.safe_load(
+        (REPO / "experiments.yaml").read_text()
+    )
+    validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
+    return config
+
+
+def matrix(**overrides) -> dict:
+    return {
+        "servers": ["fastify"],
+        "workloads": ["empty"],
+        "connections": [10],
+        "load_generators": ["wrk"],
+        "durations_s": [1],
+    } | overrides
+
+
+def with_experiment(config: dict, m: dict, name: str = "bad", key: str = "matrices") -> dict:
+    config = copy.deepcopy(config)
+    config["experiments"] = {name: {key: [m]}}
+    return config
+
+
+def test_the_shipped_configuration_has_no_problem():
+    assert configcheck.problems(shipped(), SERVERS) == []
+    assert configcheck.warnings(shipped()) == []
+
+
+def test_the_servers_that_exist_are_the_server_files():
+    found = configcheck.available_servers(SERVERS)
+    assert {"node-http", "express", "fastify", "express-lean"} <= set(found)
+    assert "contract" not in found and "eslint.config" not in found
+
+
+@pytest.mark.parametrize(
+    ("change", "phrase"),
+    [
+        (lambda c: c.update(servers=["expresss"]), "config key 'servers' names 'expresss', which has no file"),
+        (lambda c: c.update(workloads={"lists": {"connections": [10]}}), "names workload 'lists', which is not in"),
+        (lambda c: c.update(control="nginx"), "config key 'control' is 'nginx', which has no file"),
+        (lambda c: c.update(pool_size=200), "raise max_connections to at least pool_size + 2"),
+        (lambda c: c.update(duration_s=1.5), "wrk takes whole seconds only"),
+        (
+            lambda c: c.update(workloads={"hang": {"connections": [10]}}),
+            "'hang' is answered by express servers only, not node-http, fastify",
+        ),
+    ],
+)
+def test_a_wrong_main_matrix_is_named(change, phrase):
+    config = shipped()
+    change(config)
+    found = configcheck.problems(config, SERVERS)
+    assert any(phrase in p for p in found), found
+
+
+@pytest.mark.parametrize(
+    ("m", "phrase"),
+    [
+        (matrix(load_generators=["wrk"], durations_s=[], counts=[1000]), "wrk cannot stop after a fixed count"),
+        (matrix(load_generators=["ab"]), "ab cannot stop after a fixed duration ([1])"),
+        (matrix(durations_s=[]), "has no stopping rule"),
+        (matrix(servers=["fastify", "nope"]), "experiments.bad.matrices[0].servers' names 'nope'"),
+        (matrix(workloads=["lists"]), "experiments.bad.matrices[0].workloads' names workload 'lists'"),
+        (matrix(control="express"), "control is 'express', which is not among its servers (fastify)"),
+        (matrix(load_generators=["ab"], durations_s=[], counts=[10], workloads=["create-user-db"]), "answers a new id"),
+    ],
+)
+def test_a_wrong_experiment_is_named_with_its_place(m, phrase):
+    found = configcheck.problems(with_experiment(shipped(), m), SERVERS)
+    assert any(phrase in p for p in found), found
+
+
+def test_an_experiment_cannot_take_a_workload_or_data_directory_name():
+    for name in ("empty", "overall", "runs", "claims", "failures"):
+        found = configcheck.problems(with_experiment(shipped(), matrix(), name=name), SERVERS)
+        assert any(f"experiment named {name!r}" in p for p in found), (name, found)
+
+
+def test_every_problem_is_reported_at_once():
+    config = with_experiment(shipped(), matrix(servers=["nope"], durations_s=[]))
+    config["servers"] = ["expresss"]
+    found = configcheck.problems(config, SERVERS)
+    assert len(found) == 3, found
+
+
+def test_an_unmeasured_control_is_a_warning_not_an_error():
+    config = shipped() | {"servers": ["express", "fastify"], "control": "node-http"}
+    assert configcheck.problems(config, SERVERS) == []
+    (warning,) = configcheck.warnings(config)
+    assert "'node-http' is not among 'servers'" in warning and "no noise floor" in warning
+
+
+def test_a_twin_name_taken_by_a_server_file_is_refused(tmp_path):
+    servers = tmp_path / "servers"
+    servers.mkdir()
+    for name in ("node-http", "node-http-aa", "express"):
+        (servers / f"{name}.js").write_text("// a server\n")
+    config = shipped() | {"servers": ["node-http", "express"], "control": "node-http", "experiments": {}}
+    found = configcheck.problems(config, servers)
+    assert any("the A/A twin's name 'node-http-aa' is also servers/node-http-aa.js" in p for p in found), found

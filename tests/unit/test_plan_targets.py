@@ -1,0 +1,108 @@
+"""What the workflow plans, without Snakemake: paths, each scope's files and charts, a job's inputs, the charts."""
+
+import importlib
+
+import pytest
+from test_configcheck import REPO, shipped
+
+from nodebench import targets
+from nodebench.render import chart_list
+from nodebench.render.chart_list import CHART_LIST, ScopeFacts, charts_for
+
+
+def tiny(**overrides) -> dict:
+    config = shipped() | {
+        "servers": ["node-http", "express"],
+        "workloads": {"empty": {"connections": [10]}},
+        "rounds": 2,
+        "control": None,
+        "experiments": {},
+    }
+    return config | overrides
+
+
+def test_a_record_path_names_every_part_of_its_run():
+    path = targets.record_path("empty", "express@node22", 50, "wrk", "5s", 3)
+    assert path == "data/runs/empty/express@node22/c50/wrk-5s/r3.json"
+    failure = targets.failure_path("block", "express", 50, "ab", "200req")
+    assert failure == "data/failures/block/express/c50/ab-200req.json"
+
+
+def test_a_scope_lists_its_records_tables_reports_and_charts():
+    t = targets.Targets(tiny())
+    outputs = t.outputs("overall")
+    assert [p for p in outputs if p.startswith("data/runs/")] == [
+        targets.record_path("empty", s, 10, "wrk", "5s", r) for s in ("node-http", "express") for r in (1, 2)
+    ]
+    assert {"data/overall/runs.parquet", "data/overall/metrics.parquet", "data/overall/scores.parquet"} <= set(outputs)
+    assert {"reports/overall/summary.md", "reports/overall/index.html"} <= set(outputs)
+    assert t.manifests() == ["reports/all", "reports/overall/all", "reports/empty/all"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "charts"),
+    [
+        ({}, ["cpu-per-request", "cost-ratio", "framework-share"]),
+        ({"workloads": {"empty": {"connections": [10, 50]}}}, ["cpu-per-request", "cost-ratio", "connection-sweep"]),
+        ({"control": "node-http"}, ["cpu-per-request", "cost-ratio", "framework-share", "control-drift"]),
+        ({"servers": ["fastify", "express-lean"]}, ["cpu-per-request", "framework-share"]),
+    ],
+)
+def test_a_matrix_scope_gets_the_charts_its_measurements_support(overrides, charts):
+    names = targets.Targets(tiny(**overrides)).chart_names("overall")
+    assert set(charts) <= set(names) and names == [n for n in CHART_LIST if n in names]
+    absent = {"cost-ratio", "connection-sweep", "control-drift"} - set(charts)
+    assert not absent & set(names), names
+
+
+def test_each_shipped_experiment_gets_the_charts_of_what_it_measures():
+    t = targets.Targets(shipped())
+    got = {e: t.chart_names(e) for e in t.experiments}
+    assert got["stopping-rule"] == ["stopping-rule", "duration-sweep"]
+    assert "load-generators" in got["load-generators"]
+    assert got["scenarios"] == ["scenario-heatmap", "scenario-score"]
+    assert got["versions"] == ["versions"]
+    assert got["naive-settimeout"] == []
+    assert t.tables("versions") == ["runs", "metrics", "stopping", "versions"]
+
+
+def test_a_job_on_an_installed_node_takes_that_binary_and_a_node_client_the_pipelines():
+    t = targets.Targets(shipped())
+    on22 = t.measure_inputs("empty", "express@node22", "wrk")
+    assert on22["server_binary"] == "data/toolchain/node22/bin/node" and "pipeline_node" not in on22
+    assert on22["server"] == "servers/express.js" and on22["client_probe"] == "data/toolchain/wrk.json"
+    own = t.measure_inputs("point-lookup", "node-http-aa", "autocannon")
+    assert own["server"] == "servers/node-http.js" and own["pipeline_node"] == "data/toolchain/node-system.json"
+    assert "scripts/nodebench/catalogue/workloads.py" not in own["code"]
+    assert t.failure_inputs("block", "express", "ab")["entry"] == "scripts/expect_failure.py"
+
+
+def test_jobs_inherit_this_checkout_the_dsn_and_one_session():
+    env = targets.job_environment({"database": {"dsn": "host=db"}}, "/x/scripts", {"PYTHONPATH": "/y"})
+    assert env["PYTHONPATH"] == "/x/scripts:/y" and env["NODEBENCH_DATABASE_DSN"] == "host=db"
+    kept = targets.job_environment({"database": {"dsn": None}}, "/x", {"NODEBENCH_SESSION": "s1"})
+    assert kept["NODEBENCH_SESSION"] == "s1" and kept["NODEBENCH_DATABASE_DSN"] == ""
+
+
+def test_every_chart_of_the_registry_has_a_draw_function_and_a_caption():
+    for name, spec in CHART_LIST.items():
+        module, function = spec.draw.split(":")
+        assert callable(getattr(importlib.import_module(module), function)), name
+        text = chart_list.caption(name, REPO)
+        assert len(text) > 80 and "{" not in text, (name, text)
+        assert (REPO / spec.draw_file()).is_file() and spec.draw_file() in targets.chart_code(name)
+    captions = {p.stem for p in (REPO / "workflow/report/charts").glob("*.rst")}
+    assert captions == set(CHART_LIST), "a caption file without a chart, or a chart without one"
+
+
+def test_every_chart_is_drawn_for_some_scope():
+    matrix = charts_for(chart_list.ALL_MATRIX)
+    experiment = {
+        n
+        for facts in (
+            ScopeFacts(experiment=True, scored=True),
+            ScopeFacts(experiment=True, versioned=True, both_stops=True, durations=3, clients=2),
+        )
+        for n in charts_for(facts)
+    }
+    assert set(matrix) | experiment == set(CHART_LIST)

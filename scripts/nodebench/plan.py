@@ -173,12 +173,16 @@ class Plan:
             for position, cell in enumerate(shuffled(fresh, seed, r), start=1):
                 self.runs[(*cell, r)] = (len(self.runs), position, len(fresh))
 
-    def priority(self, workload, server, connections, client, stop, round_) -> int:
+    def find(self, workload, server, connections, client, stop, round_) -> tuple[int, int, int] | None:
+        """A run's (index, position, size), from its cell as a path spells it (connections and round as text)."""
+        return self.runs.get((workload, server, int(connections), client, stop, int(round_)))
+
+    def priority(self, *run) -> int:
         """Earlier in the plan, higher; a run asked for by path outside the plan comes after all of it."""
-        found = self.runs.get((workload, server, int(connections), client, stop, int(round_)))
+        found = self.find(*run)
         return FIRST_PRIORITY - (found[0] if found else len(self.runs))
 
-    def place(self, workload, server, connections, client, stop, round_) -> tuple[int, int] | tuple[None, None]:
+    def place(self, *run) -> tuple[int, int] | tuple[None, None]:
         """(position in its round, round size); (None, None) for a run outside the plan."""
-        found = self.runs.get((workload, server, int(connections), client, stop, int(round_)))
+        found = self.find(*run)
         return (found[1], found[2]) if found else (None, None)

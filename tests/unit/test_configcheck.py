@@ -115,3 +115,20 @@ def test_a_twin_name_taken_by_a_server_file_is_refused(tmp_path):
     config = shipped() | {"servers": ["node-http", "express"], "control": "node-http", "experiments": {}}
     found = configcheck.problems(config, servers)
     assert any("the A/A twin's name 'node-http-aa' is also servers/node-http-aa.js" in p for p in found), found
+
+
+def test_the_schemas_defaults_are_config_yamls_values():
+    """A key left out of a config means what config.yaml says, not something else."""
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    config = yaml.safe_load((REPO / "config.yaml").read_text())
+
+    def differ(spec: dict, values: dict, where: str = ""):
+        for key, sub in spec.get("properties", {}).items():
+            if key not in values:
+                continue
+            if "properties" in sub and isinstance(values[key], dict):
+                yield from differ(sub, values[key], f"{where}{key}.")
+            elif "default" in sub and sub["default"] != values[key]:
+                yield f"{where}{key}: schema {sub['default']!r}, config.yaml {values[key]!r}"
+
+    assert list(differ(schema, config)) == []

@@ -1,6 +1,6 @@
 import gc
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
 # Everything Snakemake loaded so far (its modules and plugins) is never garbage: leave it out of
 # every collection, and out of the one at exit. A rerun with nothing to do took 2.2 s, half a
@@ -13,9 +13,6 @@ min_version("9.0")
 configfile: "config.yaml"
 # The experiments beside the main matrix, each with its own target (reports/<name>/all).
 configfile: "experiments.yaml"
-
-
-validate(config, "workflow/schemas/config.schema.yaml")
 
 
 report: "workflow/report/workflow.rst"

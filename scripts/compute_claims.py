@@ -7,6 +7,7 @@ import pandas as pd
 import yaml
 
 from nodebench.analysis import claims
+from nodebench.analysis.aggregate import current_names
 
 
 def main(sm) -> None:
@@ -15,7 +16,7 @@ def main(sm) -> None:
     # Claims this configuration does not plan the cells of are shown as not testable, with the reason.
     unresolved = dict(sm.params.unresolved)
     todo = [{**c, "untestable": unresolved[c["id"]]} if c["id"] in unresolved else c for c in doc["claims"]]
-    outcomes = [json.loads(Path(f).read_text()) for f in sm.input.failures]
+    outcomes = [current_names(json.loads(Path(f).read_text())) for f in sm.input.failures]
     ledger = claims.ledger(todo, runs, outcomes)
     ledger.to_parquet(sm.output.ledger, index=False)
     tally = ledger["verdict"].value_counts().to_dict()

@@ -22,7 +22,7 @@ KEPT = ("requests", "req_per_s", "status_counts", "non2xx", "timeouts", "errors"
 
 def main(argv: list[str] | None = None) -> None:
     procs.unwind_on_signals()
-    # A cell expected to fail runs once, as round 1 (its rule passes rep 1).
+    # A cell expected to fail runs once, as round 1 (its rule passes round 1).
     j = job.parse(argv)
     cell, paths = job.cell(j), job.paths(j)
     opts = job.options(j, job.server_node(j))
@@ -30,7 +30,7 @@ def main(argv: list[str] | None = None) -> None:
         "workload": j.workload,
         "server": j.server,
         "connections": j.connections,
-        "load_generator": j.loadgen,
+        "client": j.client,
         "stop": j.stop,
         "started_at": datetime.now(UTC).isoformat(),
     }

@@ -8,9 +8,9 @@ from nodebench.harness.loadgen import program_path, program_version
 
 
 def main(sm) -> None:
-    name = sm.wildcards.loadgen
+    name = sm.wildcards.client
     try:
-        info = {"load_generator": name, "program": program_path(name), "version": program_version(name)}
+        info = {"client": name, "program": program_path(name), "version": program_version(name)}
     except RunError as e:
         print(f"[probe] FAILED: {e}", file=sys.stderr, flush=True)
         with open(sm.log[0], "w") as log:

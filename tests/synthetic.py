@@ -30,7 +30,7 @@ CAMPAIGN_REPETITIONS = 4
 
 
 def campaign(total: int, seed: int = 1) -> list[dict]:
-    """total records: 5 servers x 4 workloads x 4 repetitions at 10, 15, 20, ... connections
+    """total records: 5 servers x 4 workloads x 4 rounds at 10, 15, 20, ... connections
     (100,000 records: 1,250 connection counts, 25,000 cells)."""
     per_level = len(CAMPAIGN_SERVERS) * len(CAMPAIGN_WORKLOADS) * CAMPAIGN_REPETITIONS
     connections = [10 + 5 * i for i in range(max(1, -(-total // per_level)))]
@@ -38,14 +38,14 @@ def campaign(total: int, seed: int = 1) -> list[dict]:
     return records[:total]
 
 
-def synthetic_records(servers, workloads, connections, repetitions, seed=0, noise=0.02) -> list[dict]:
+def synthetic_records(servers, workloads, connections, rounds, seed=0, noise=0.02) -> list[dict]:
     """Records whose us/req is framework + workload cost, with multiplicative noise."""
     rng = np.random.default_rng(seed)
     out = []
     for workload in workloads:
         for server in servers:
             for conn in connections:
-                for rep in range(1, repetitions + 1):
+                for round_ in range(1, rounds + 1):
                     us = (FRAMEWORK_US.get(server, 100.0) + WORKLOAD_US.get(workload, 300.0)) * rng.lognormal(0, noise)
                     elu = min(1.0, 0.5 + conn / 100)
                     rps = elu * 1e6 / us
@@ -56,9 +56,9 @@ def synthetic_records(servers, workloads, connections, repetitions, seed=0, nois
                             "server": server,
                             "workload": workload,
                             "connections": int(conn),
-                            "repetition": rep,
-                            "load_generator": "autocannon",
-                            "load_generator_version": "9.0.0",
+                            "round": round_,
+                            "client": "autocannon",
+                            "client_version": "9.0.0",
                             "client_threads": 1,
                             "client_cpu_capacity": 1.0,
                             "stopping_rule": "duration",
@@ -112,7 +112,7 @@ def synthetic_records(servers, workloads, connections, repetitions, seed=0, nois
                             "server_cpus": "0",
                             "client_cpus": "1",
                             "db_cpus": "1",
-                            "server_pid": 1000 + rep,
+                            "server_pid": 1000 + round_,
                             "server_exit_code": 0,
                             "framework": server,
                             "framework_version": "1.0.0",
@@ -174,10 +174,10 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
             server=server,
             workload=workload,
             connections=int(connections),
-            repetition=int(round_),
+            round=int(round_),
             round_position=position,
             round_size=size,
-            load_generator=client,
+            client=client,
             stop=stop,
             stopping_rule=rule.rule,
             duration_s=float(rule.value) if rule.rule == "duration" else None,
@@ -229,7 +229,7 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
         records[paths.record_path(*run)] = r
     failures = {
         paths.failure_path(*cell): {
-            **dict(zip(("workload", "server", "connections", "load_generator", "stop"), cell, strict=True)),
+            **dict(zip(("workload", "server", "connections", "client", "stop"), cell, strict=True)),
             "started_at": start.isoformat(),
             "outcome": "failed",
             "check": _FAILED_CHECK,
@@ -241,12 +241,12 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
 
 
 def runs_from(rows) -> pd.DataFrame:
-    """A runs table from (workload, server, connections, rep, req_per_s, us_per_req_elu, elu, client_cpu) tuples."""
+    """A runs table from (workload, server, connections, round, req_per_s, us_per_req_elu, elu, client_cpu) tuples."""
     cols = [
         "workload",
         "server",
         "connections",
-        "repetition",
+        "round",
         "req_per_s",
         "us_per_req_elu",
         "elu_utilization",
@@ -254,7 +254,7 @@ def runs_from(rows) -> pd.DataFrame:
     ]
     df = pd.DataFrame(rows, columns=cols)
     return df.assign(
-        load_generator="autocannon",
+        client="autocannon",
         stopping_rule="duration",
         stop="10s",
         client_cpu_capacity=1.0,

@@ -35,10 +35,10 @@ def runs(cells: dict[tuple, list[float]], figure: str = "req_per_s", scope_cols:
                     "workload": workload,
                     "server": server_,
                     "connections": 50,
-                    "load_generator": "wrk",
+                    "client": "wrk",
                     "stopping_rule": "duration",
                     "stop": "5s",
-                    "repetition": r,
+                    "round": r,
                     figure: v * d,
                     "framework": server_,
                     "framework_version": "1.0.0",
@@ -164,7 +164,7 @@ def test_an_opposite_direction_and_a_claim_above_its_limit_are_not_reproduced():
 
 def test_a_round_missing_for_one_cell_drops_that_round_and_the_interval_says_so():
     data = runs({("empty", "fastify"): [3000.0] * 5, ("empty", "express"): [1000.0] * 5})
-    data = data[~((data["server"] == "express") & (data["repetition"] == 5))]
+    data = data[~((data["server"] == "express") & (data["round"] == 5))]
     row = C.evaluate_claim(ratio_claim(), data)
     assert row["n"] == 4 and row["interval"] == "n=4: min-max, 88 %"
 
@@ -391,7 +391,7 @@ experiments:
       - servers: [express, fastify]
         workloads: [empty, delay-20ms]
         connections: [50]
-        load_generators: [wrk]
+        clients: [wrk]
         durations_s: [1]
   queueing:
     rounds: 1
@@ -399,13 +399,13 @@ experiments:
       - servers: [express]
         workloads: [block]
         connections: [50]
-        load_generators: [ab]
+        clients: [ab]
         counts: [60]
     failures:
       - servers: [express, express4]
         workloads: [hang, throws]
         connections: [10]
-        load_generators: [ab]
+        clients: [ab]
         counts: [50]
 """
 

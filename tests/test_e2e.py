@@ -27,7 +27,7 @@ def test_every_cell_of_the_matrix_was_measured(project: Path):
     assert set(zip(runs["workload"], runs["server"], strict=True)) == {
         (w, s) for w in ("empty", "point-lookup") for s in TINY_SERVERS
     }
-    assert set(runs["load_generator"]) == {"wrk"}
+    assert set(runs["client"]) == {"wrk"}
     assert (runs["requests"] > 100).all()
 
 
@@ -183,11 +183,11 @@ def test_the_printed_measurement_command_is_the_job(project: Path):
         command = shlex.split(re.search(r"^Shell command: (.*)$", block, re.M).group(1))
         assert command[1] == "scripts/measure_run.py"
         j = job.parse(command[2:])
-        assert (j.workload, j.server, j.connections, j.loadgen, j.stop, j.rep) == (
-            wc["workload"], wc["server"], int(wc["connections"]), wc["loadgen"], wc["stop"], int(wc["rep"]),
+        assert (j.workload, j.server, j.connections, j.client, j.stop, j.round) == (
+            wc["workload"], wc["server"], int(wc["connections"]), wc["client"], wc["stop"], int(wc["round"]),
         )  # fmt: skip
-        cell = f"{wc['workload']}/{wc['server']}/c{wc['connections']}/{wc['loadgen']}-{wc['stop']}"
-        assert j.out == Path(f"data/runs/{cell}/r{wc['rep']}.json")
+        cell = f"{wc['workload']}/{wc['server']}/c{wc['connections']}/{wc['client']}-{wc['stop']}"
+        assert j.out == Path(f"data/runs/{cell}/r{wc['round']}.json")
         assert j.attempt == 1 and j.round_size == 8 and 1 <= j.round_position <= 8
         assert all((project / path).exists() for path in j.inputs.values()), j.inputs
         assert j.options["warmup_s"] == 1 and j.options["database"]["dsn"] == ""
@@ -197,7 +197,7 @@ def test_editing_the_wrk_script_replans_only_wrk_cells(study: Path):
     out = replan_after_touching(study, "servers/loadgen/wrk-report.lua")
     assert planned_rules(out) >= {"measure_run"}
     # The main matrix's 8 cells (wrk), one of which the study shares; no autocannon or ab cell.
-    assert sorted(re.findall(r"loadgen=(\w+)", out)) == ["wrk"] * 8
+    assert sorted(re.findall(r"client=(\w+)", out)) == ["wrk"] * 8
 
 
 def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):
@@ -276,8 +276,8 @@ def study(project: Path) -> Path:
 
 
 def test_study_measures_counts_and_other_clients(study: Path):
-    runs = pd.read_parquet(study / "data/tiny-study/runs.parquet").astype({"load_generator": str})
-    by = {(r.load_generator, str(r.stop)): r for r in runs.itertuples()}
+    runs = pd.read_parquet(study / "data/tiny-study/runs.parquet").astype({"client": str})
+    by = {(r.client, str(r.stop)): r for r in runs.itertuples()}
     assert set(by) == {("autocannon", "1s"), ("autocannon", "2000req"), ("wrk", "1s"), ("ab", "2000req")}
     count = by[("autocannon", "2000req")]
     # What happened is recorded, not assumed: the count asked for, the count done, and when work ended.

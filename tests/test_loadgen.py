@@ -160,10 +160,10 @@ def study_runs(
                 "workload": "point-lookup",
                 "server": server,
                 "connections": 50,
-                "load_generator": "autocannon",
+                "client": "autocannon",
                 "stopping_rule": "duration",
                 "stop": "10s",
-                "repetition": rep,
+                "round": rep,
                 "duration_s": 10.0,
                 "requests_target": None,
                 "requests": int(rate * 10),
@@ -238,12 +238,12 @@ def test_experiment_charts_say_which_way_is_better():
     runs = study_runs(count_window=1.25, last_response=1.05, first_done=0.9)
     stopping = experiments.stopping_table(runs)
     cells = client_cells(12000.0, 0.9, 0.85).assign(
-        stopping_rule="duration", client_cpu_util=0.5, latency_p99_ms=3.0, repetitions=3
+        stopping_rule="duration", client_cpu_util=0.5, latency_p99_ms=3.0, rounds=3
     )
     for chart in (
         experiment_charts.stopping_rule(stopping),
         experiment_charts.duration_sweep(runs, stopping),
-        experiment_charts.load_generators(cells),
+        experiment_charts.clients(cells),
     ):
         title = chart.to_dict()["title"]
         assert "better" in title["text"], title
@@ -251,7 +251,7 @@ def test_experiment_charts_say_which_way_is_better():
 
 def test_the_experiment_report_says_what_its_intervals_are():
     cells = client_cells(12000.0, 0.9, 0.85).assign(
-        repetitions=3, us_per_req_elu=80.0, us_per_req_elu_lo=79.0, us_per_req_elu_hi=81.0, latency_p99_ms=3.0
+        rounds=3, us_per_req_elu=80.0, us_per_req_elu_lo=79.0, us_per_req_elu_hi=81.0, latency_p99_ms=3.0
     )
     assert "n=3: min-max, 75 %" in experiment_report.interval_note(cells)
     header = experiment_report.clients_markdown(cells)[0]
@@ -287,7 +287,7 @@ def client_cells(autocannon_rps: float, autocannon_elu: float, autocannon_cpu: f
             "workload": ["empty", "empty"],
             "server": ["node-http", "node-http"],
             "connections": [50, 50],
-            "load_generator": ["autocannon", "wrk"],
+            "client": ["autocannon", "wrk"],
             "stop": ["10s", "10s"],
             "req_per_s": [autocannon_rps, 14000.0],
             "elu_utilization": [autocannon_elu, 0.98],
@@ -338,19 +338,19 @@ experiments:
     "matrix, phrase",
     [
         (
-            "{servers: [fastify], workloads: [empty], connections: [10], load_generators: [wrk], counts: [1000]}",
+            "{servers: [fastify], workloads: [empty], connections: [10], clients: [wrk], counts: [1000]}",
             "experiments.bad.matrices[0]: wrk cannot stop after a fixed count ([1000])",
         ),
         (
-            "{servers: [fastify], workloads: [empty], connections: [10], load_generators: [ab], durations_s: [5]}",
+            "{servers: [fastify], workloads: [empty], connections: [10], clients: [ab], durations_s: [5]}",
             "experiments.bad.matrices[0]: ab cannot stop after a fixed duration ([5])",
         ),
         (
-            "{servers: [fastify], workloads: [empty], connections: [10], load_generators: [autocannon]}",
+            "{servers: [fastify], workloads: [empty], connections: [10], clients: [autocannon]}",
             "has no stopping rule",
         ),
         (
-            "{servers: [fastify], workloads: [empty], connections: [10], load_generators: [siege], counts: [9]}",
+            "{servers: [fastify], workloads: [empty], connections: [10], clients: [siege], counts: [9]}",
             "'siege' is not one of",
         ),
     ],
@@ -362,7 +362,7 @@ def test_experiment_config_is_checked_before_any_job(tmp_path: Path, matrix, phr
 
 
 def test_a_missing_wrk_fails_at_once_with_the_install_line(tmp_path: Path):
-    matrix = "{servers: [fastify], workloads: [empty], connections: [10], load_generators: [wrk], durations_s: [1]}"
+    matrix = "{servers: [fastify], workloads: [empty], connections: [10], clients: [wrk], durations_s: [1]}"
     proj = make_project(tmp_path / "p", experiment_config(matrix))
     # A PATH with every program of this machine except wrk.
     bin_dir = tmp_path / "bin"

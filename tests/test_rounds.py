@@ -43,14 +43,14 @@ def test_each_round_measures_every_cell_before_the_next_begins(rounds_project: P
     runs = records(rounds_project)
     assert len(runs) == 6 and set(runs["server"]) == {"node-http", "node-http-aa", "fastify"}
     # In the order they started: all of round 1, then all of round 2.
-    assert list(runs["repetition"]) == [1, 1, 1, 2, 2, 2]
-    for _, one in runs.groupby("repetition"):
+    assert list(runs["round"]) == [1, 1, 1, 2, 2, 2]
+    for _, one in runs.groupby("round"):
         assert list(one["round_position"]) == [1, 2, 3] and (one["round_size"] == 3).all()
     assert runs["session"].nunique() == 1
     # The order within each round is the plan's shuffle of the seed in config.
-    config = yaml.safe_load(TWO_ROUNDS) | {"control": "node-http", "load_generator": "wrk"}
+    config = yaml.safe_load(TWO_ROUNDS) | {"control": "node-http", "client": "wrk"}
     cells = plan.main_cells(config)
-    for r, one in runs.groupby("repetition"):
+    for r, one in runs.groupby("round"):
         assert list(one["server"]) == [c[1] for c in plan.shuffled(cells, 7, r)]
     # The twin ran its control's file: it answers as node-http.
     assert set(runs.loc[runs["server"] == "node-http-aa", "framework"]) == {"node:http"}
@@ -67,7 +67,7 @@ def test_editing_one_server_remeasures_only_its_runs_and_the_report_says_they_cr
     assert {before.loc[f, "server"] for f in changed} == {"fastify"} and len(changed) == 2
     after = records(rounds_project)
     fastify = after[after["server"] == "fastify"]
-    assert list(fastify["repetition"]) == [1, 2] and fastify["session"].nunique() == 1
+    assert list(fastify["round"]) == [1, 2] and fastify["session"].nunique() == 1
     assert fastify["session"].iloc[0] != before["session"].iloc[0]
     metrics = pd.read_parquet(rounds_project / "data/empty/metrics.parquet").set_index("server")
     assert metrics.loc["fastify", "cross_session_vs_node_http"] == 2

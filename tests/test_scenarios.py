@@ -131,7 +131,7 @@ def runs_frame(costs: dict, rounds=3, drift=(1.0, 2.0, 0.5)) -> pd.DataFrame:
         for s, cells in costs.items():
             for (w, c), cost in cells.items():
                 us = cost * drift[r - 1]
-                rows.append(dict(load_generator="wrk", stop="5s", workload=w, connections=c, server=s, repetition=r,
+                rows.append(dict(client="wrk", stop="5s", workload=w, connections=c, server=s, round=r,
                                  us_per_req_elu=us, req_per_s=1e6 / us))  # fmt: skip
     return pd.DataFrame(rows)
 
@@ -161,10 +161,10 @@ def test_the_range_is_min_to_max_over_rounds_and_an_incomplete_round_does_not_co
     base = {("hello", 10): 10.0, ("async", 100): 10.0}
     runs = runs_frame({"node-http": base, "s": {("hello", 10): 10.0, ("async", 100): 10.0}}, drift=(1, 1, 1))
     # Server s costs 25 % more in round 2 on both cells: that round scores 80.
-    sel = (runs.server == "s") & (runs.repetition == 2)
+    sel = (runs.server == "s") & (runs["round"] == 2)
     runs.loc[sel, "us_per_req_elu"] *= 1.25
     # Round 3 lost its async run: a score over fewer scenarios is not the same score, so it is left out.
-    runs = runs[~((runs.server == "s") & (runs.repetition == 3) & (runs.workload == "async"))]
+    runs = runs[~((runs.server == "s") & (runs["round"] == 3) & (runs.workload == "async"))]
     t = sc.table(runs)
     s = t[(t.kind == "score") & (t.server == "s") & (t.basis == "cpu")].iloc[0]
     assert (s["lo"], s["hi"], s["rounds"]) == (pytest.approx(80.0), pytest.approx(100.0), 2)
@@ -204,7 +204,7 @@ def test_a_client_that_cannot_run_a_scenario_is_refused_before_anything_runs(pro
     extra = tmp_path / "ab.yaml"
     extra.write_text(
         "experiments:\n  ab-writes:\n    matrices:\n      - servers: [fastify]\n        workloads: [create-user-db]\n"
-        "        connections: [10]\n        load_generators: [ab]\n        counts: [1000]\n"
+        "        connections: [10]\n        clients: [ab]\n        counts: [1000]\n"
     )
     res = subprocess.run(
         [sys.executable, "-m", "snakemake", "--cores", "1", "-n", "reports/ab-writes/all",

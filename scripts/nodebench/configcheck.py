@@ -22,6 +22,21 @@ SERVER_NAME = re.compile(r"[a-z0-9][a-z0-9-]*")
 DATA_DIRS = {"runs", "logs", "database", "toolchain", "claims", "failures"}
 
 
+#: Config keys renamed so that one concept has one name everywhere (old -> new).
+RENAMED_KEYS = {"load_generator": "client", "load_generators": "clients"}
+
+
+def renamed_keys(config: dict) -> list[str]:
+    """A key under its old name, with the name it has now: checked before the schema, which would only call it
+    unexpected."""
+    found = [(k, "") for k in config if k in RENAMED_KEYS]
+    for name, experiment in (config.get("experiments") or {}).items():
+        for key in ("matrices", "failures"):
+            for i, matrix in enumerate((experiment or {}).get(key) or []):
+                found += [(k, f"experiments.{name}.{key}[{i}].") for k in matrix or {} if k in RENAMED_KEYS]
+    return [f"config key '{where}{k}' is now called '{RENAMED_KEYS[k]}': rename it" for k, where in found]
+
+
 def available_servers(servers_dir: Path) -> list[str]:
     """Names of the server configurations that exist as servers/<name>.js."""
     return sorted(
@@ -91,7 +106,7 @@ def _main(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str
     known = [WORKLOADS[w] for w in config["workloads"] if w in WORKLOADS]
     bad = client_problems(plan.main_client(config), {"duration": [config["duration_s"]]}, known)
     if bad:
-        yield f"config keys 'load_generator'/'duration_s': {'; '.join(bad)}"
+        yield f"config keys 'client'/'duration_s': {'; '.join(bad)}"
 
 
 def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
@@ -117,7 +132,7 @@ def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Itera
                     yield f"config {where} has no stopping rule: give durations_s, counts or both"
                     continue
                 known = [WORKLOADS[w] for w in matrix["workloads"] if w in WORKLOADS]
-                for client in matrix["load_generators"]:
+                for client in matrix["clients"]:
                     bad = client_problems(client, rules, known)
                     if bad:
                         yield f"config {where}: {'; '.join(bad)}"

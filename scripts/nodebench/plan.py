@@ -105,7 +105,7 @@ def server_file(server: str, config: dict) -> str:
 
 
 def main_client(config: dict) -> str:
-    return config.get("load_generator") or MAIN_CLIENT
+    return config.get("client") or MAIN_CLIENT
 
 
 def main_stop(config: dict) -> str:
@@ -138,7 +138,7 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
             levels = m.get("connections") or WORKLOADS[workload].connections
             for server in servers:
                 for connections in levels:
-                    for client in m["load_generators"]:
+                    for client in m["clients"]:
                         for stop in stops:
                             seen[(workload, server, connections, client, stop)] = None
     return list(seen)

@@ -2,9 +2,8 @@
 
 The rule files (workflow/rules/*.smk) only declare; their input functions ask this module.
 A *scope* is what one report covers: the whole main matrix (`overall`), one workload of
-it, or one experiment. Each path is spelt once, here; a pattern's wildcards are the rules'
-(`rep` is the run's round, `loadgen` its client: names kept because they are part of
-every measurement job's command, which Snakemake compares to decide a record is stale).
+it, or one experiment. Each path is spelt once, here; a pattern's wildcards are the rules',
+named as the config, the records and the tables name them (`round`, `client`, `scope`).
 """
 
 import json
@@ -17,8 +16,8 @@ from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
 
 # --- The path table ----------------------------------------------------------------------
-RECORD = "data/runs/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.json"
-FAILURE = "data/failures/{workload}/{server}/c{connections}/{loadgen}-{stop}.json"
+RECORD = "data/runs/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.json"
+FAILURE = "data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json"
 TABLE = "data/{scope}/{table}.parquet"
 SUMMARY = "reports/{scope}/summary.md"
 PAGE = "reports/{scope}/index.html"
@@ -27,7 +26,7 @@ CHART = "reports/{scope}/charts/{chart}.{ext}"
 DATABASE_INFO = "data/database/database.json"
 TEMPLATE = "data/database/template"
 NODE_MODULES = "servers/node_modules/.nodebench-installed"
-CLIENT_PROBE = "data/toolchain/{loadgen}.json"
+CLIENT_PROBE = "data/toolchain/{client}.json"
 SYSTEM_NODE_INFO = "data/toolchain/node-system.json"
 NODE_INFO = "data/toolchain/node{major}.json"
 NODE_BINARY = "data/toolchain/node{major}/bin/node"
@@ -44,12 +43,12 @@ OVERALL = "overall"
 
 
 def record_path(workload, server, connections, client, stop, round_) -> str:
-    cell = {"workload": workload, "server": server, "connections": connections, "loadgen": client, "stop": stop}
-    return RECORD.format(**cell, rep=round_)
+    cell = {"workload": workload, "server": server, "connections": connections, "client": client, "stop": stop}
+    return RECORD.format(**cell, round=round_)
 
 
 def failure_path(workload, server, connections, client, stop) -> str:
-    return FAILURE.format(workload=workload, server=server, connections=connections, loadgen=client, stop=stop)
+    return FAILURE.format(workload=workload, server=server, connections=connections, client=client, stop=stop)
 
 
 def chart_path(scope: str, chart: str, ext: str) -> str:
@@ -76,6 +75,23 @@ def job_environment(config: dict, scripts: str, environ) -> dict[str, str]:
         DSN_VARIABLE: config["database"]["dsn"] or "",
         "NODEBENCH_SESSION": environ.get("NODEBENCH_SESSION") or f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}",
     }
+
+
+def job_command(entry: str, rest: str) -> str:
+    """A measurement job's command line (nodebench/harness/job.py reads it). A shell command, not a `script:`:
+    a script job imports Snakemake to unpickle its job object, about 0.1 s of every measurement before anything
+    starts. Its entry script is an input, and so is its code. PYTHON is the interpreter running Snakemake."""
+    return (
+        "{PYTHON:q} scripts/%s --out {output:q} --log {log:q}"
+        " --inputs {params.inputs:q} --options {params.options:q}"
+        " --cell {wildcards.workload} {wildcards.server} {wildcards.connections}"
+        " {wildcards.client} {wildcards.stop} %s"
+    ) % (entry, rest)
+
+
+def job_inputs(inputs) -> str:
+    """The named inputs the harness opens (not the lists that are inputs only to rerun the job), as JSON."""
+    return json.dumps({k: inputs[k] for k in inputs.keys() if isinstance(inputs[k], str)}, sort_keys=True)
 
 
 def code(script: str) -> list[str]:
@@ -119,6 +135,10 @@ class Targets:
             return []
         return plan.experiment_cells({"experiments": {name: {"matrices": failures}}}, name)
 
+    def failure_paths(self, scopes) -> list[str]:
+        """The outcome files of the scopes' cells expected to fail, each once, sorted."""
+        return sorted({failure_path(*c) for s in scopes for c in self.failure_cells(s)})
+
     def all_runs(self) -> list[tuple]:
         return [*self.main_runs(), *(run for e in self.experiments for run in self.experiment_runs(e))]
 
@@ -159,7 +179,7 @@ class Targets:
         if self.embedded:
             inputs["template"] = TEMPLATE
         if client.program:
-            inputs["client_probe"] = CLIENT_PROBE.format(loadgen=client_name)
+            inputs["client_probe"] = CLIENT_PROBE.format(client=client_name)
         # The server's Node.js: the pipeline's own as described, or an installed major's binary and description.
         # The pipeline's own also where it runs the client (autocannon's driver), so that a change of it
         # re-measures only the cells it runs in.
@@ -262,7 +282,7 @@ class Targets:
                 versioned=self.versioned(scope),
                 both_stops=any(m.get("counts") and m.get("durations_s") for m in matrices),
                 durations=max((len(m.get("durations_s", [])) for m in matrices), default=0),
-                clients=len({c for m in matrices for c in m["load_generators"]}),
+                clients=len({c for m in matrices for c in m["clients"]}),
             )
         workloads = self.workloads if scope == OVERALL else [scope]
         return ScopeFacts(

@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/benchmarks/scale.py [records]    # 10,000 by default
 
-The records (tests/synthetic.py campaign(): 5 servers x 4 workloads x 4 repetitions at
+The records (tests/synthetic.py campaign(): 5 servers x 4 workloads x 4 rounds at
 as many connection counts as it takes; 100,000 records are 25,000 cells) are written
 as JSON files, then each stage runs as its rule does, from the previous stage's files
 and in a fresh Python process of its own: aggregation (records to runs.parquet),

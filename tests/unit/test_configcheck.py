@@ -27,7 +27,7 @@ def matrix(**overrides) -> dict:
         "servers": ["fastify"],
         "workloads": ["empty"],
         "connections": [10],
-        "load_generators": ["wrk"],
+        "clients": ["wrk"],
         "durations_s": [1],
     } | overrides
 
@@ -73,13 +73,13 @@ def test_a_wrong_main_matrix_is_named(change, phrase):
 @pytest.mark.parametrize(
     ("m", "phrase"),
     [
-        (matrix(load_generators=["wrk"], durations_s=[], counts=[1000]), "wrk cannot stop after a fixed count"),
-        (matrix(load_generators=["ab"]), "ab cannot stop after a fixed duration ([1])"),
+        (matrix(clients=["wrk"], durations_s=[], counts=[1000]), "wrk cannot stop after a fixed count"),
+        (matrix(clients=["ab"]), "ab cannot stop after a fixed duration ([1])"),
         (matrix(durations_s=[]), "has no stopping rule"),
         (matrix(servers=["fastify", "nope"]), "experiments.bad.matrices[0].servers' names 'nope'"),
         (matrix(workloads=["lists"]), "experiments.bad.matrices[0].workloads' names workload 'lists'"),
         (matrix(control="express"), "control is 'express', which is not among its servers (fastify)"),
-        (matrix(load_generators=["ab"], durations_s=[], counts=[10], workloads=["create-user-db"]), "answers a new id"),
+        (matrix(clients=["ab"], durations_s=[], counts=[10], workloads=["create-user-db"]), "answers a new id"),
     ],
 )
 def test_a_wrong_experiment_is_named_with_its_place(m, phrase):
@@ -132,3 +132,12 @@ def test_the_schemas_defaults_are_config_yamls_values():
                 yield f"{where}{key}: schema {sub['default']!r}, config.yaml {values[key]!r}"
 
     assert list(differ(schema, config)) == []
+
+
+def test_a_key_under_its_old_name_is_named_with_its_new_one():
+    config = {"load_generator": "wrk", "experiments": {"x": {"matrices": [{"load_generators": ["ab"]}]}}}
+    assert configcheck.renamed_keys(config) == [
+        "config key 'load_generator' is now called 'client': rename it",
+        "config key 'experiments.x.matrices[0].load_generators' is now called 'clients': rename it",
+    ]
+    assert configcheck.renamed_keys(shipped()) == []

@@ -48,7 +48,7 @@ def m() -> pd.DataFrame:
 def test_medians_over_repetitions(m):
     assert m.loc[("empty", "express"), "req_per_s"] == 100.0
     assert m.loc[("empty", "fastify"), "us_per_req_elu"] == 60.0
-    assert m.loc[("empty", "fastify"), "repetitions"] == 3
+    assert m.loc[("empty", "fastify"), "rounds"] == 3
 
 
 def test_interval_contains_the_point_estimate(m):
@@ -56,7 +56,7 @@ def test_interval_contains_the_point_estimate(m):
         assert (m[f"{fig}_lo"] <= m[fig]).all() and (m[fig] <= m[f"{fig}_hi"]).all()
     assert m.loc[("empty", "express"), "req_per_s_lo"] >= 90.0
     assert m.loc[("empty", "express"), "req_per_s_hi"] <= 110.0
-    # Identical repetitions: the interval is the value itself.
+    # Identical rounds: the interval is the value itself.
     assert m.loc[("list", "express"), "req_per_s_lo"] == m.loc[("list", "express"), "req_per_s_hi"] == 10.0
 
 
@@ -92,10 +92,10 @@ def test_the_verdict_reads_the_median_database_and_client_set_figures():
         client_cpus_busy=0.97,
         db_cpu_util=np.where(
             EXPRESS_FASTIFY["server"] == "node-http",
-            EXPRESS_FASTIFY["repetition"].map({1: 0.62, 2: 0.65, 3: 0.66}),
+            EXPRESS_FASTIFY["round"].map({1: 0.62, 2: 0.65, 3: 0.66}),
             0.1,
         ),
-        preempted=(EXPRESS_FASTIFY["server"] == "express") & (EXPRESS_FASTIFY["repetition"] == 2),
+        preempted=(EXPRESS_FASTIFY["server"] == "express") & (EXPRESS_FASTIFY["round"] == 2),
     )
     got = metrics.compute_metrics(runs).set_index(["workload", "server"])
     assert got.loc[("list", "node-http"), "saturation"] == "database-bound"
@@ -164,14 +164,14 @@ def test_only_rounds_both_cells_have_are_paired():
     two = EXPRESS_FASTIFY.drop(EXPRESS_FASTIFY.index[5])
     got = metrics.compute_metrics(two).set_index(["workload", "server"])
     fastify = got.loc[("empty", "fastify")]
-    assert fastify["repetitions"] == 2 and fastify["pairs_vs_express"] == 2
+    assert fastify["rounds"] == 2 and fastify["pairs_vs_express"] == 2
     assert fastify["cost_vs_express"] == pytest.approx((60 / 300 + 62 / 290) / 2)
     assert fastify["pair_coverage_vs_express"] == pytest.approx(0.5)
     assert fastify["interval"] == "n=2: min-max, 50 %"
 
 
 def test_one_round_prints_no_interval():
-    one = EXPRESS_FASTIFY[EXPRESS_FASTIFY["repetition"] == 1]
+    one = EXPRESS_FASTIFY[EXPRESS_FASTIFY["round"] == 1]
     got = metrics.compute_metrics(one).set_index(["workload", "server"])
     assert np.isnan(got.loc[("empty", "fastify"), "req_per_s_lo"]) and got.loc[("empty", "fastify"), "req_per_s"] == 400
     assert np.isnan(got.loc[("empty", "fastify"), "cost_vs_express_lo"])
@@ -186,9 +186,7 @@ def test_without_express_the_ratios_against_it_are_empty():
 
 
 def test_pairs_measured_by_different_sessions_are_counted():
-    sessions = np.where(
-        (EXPRESS_FASTIFY["server"] == "express") & (EXPRESS_FASTIFY["repetition"] == 2), "later", "first"
-    )
+    sessions = np.where((EXPRESS_FASTIFY["server"] == "express") & (EXPRESS_FASTIFY["round"] == 2), "later", "first")
     got = metrics.compute_metrics(EXPRESS_FASTIFY.assign(session=sessions)).set_index(["workload", "server"])
     assert got.loc[("empty", "fastify"), "cross_session_vs_express"] == 1
     assert got.loc[("empty", "express"), "cross_session_vs_express"] == 0

@@ -213,7 +213,7 @@ def known_ratio_runs(servers=("node-http", "node-http-aa", "express", "express-l
     runs = aggregate.to_frame(synthetic_records(list(servers), ["point-lookup"], [50], rounds, noise=0), RUN_SCHEMA)
     twin = [n * t for n, t in zip(SHARE_OF_EXPRESS["node-http"], TWIN_OF_NODE, strict=True)]
     share = SHARE_OF_EXPRESS | {"node-http-aa": twin}
-    pairs = zip(runs["server"].astype(str), runs["repetition"], strict=True)
+    pairs = zip(runs["server"].astype(str), runs["round"], strict=True)
     us = [370.0 * DRIFT[r - 1] * share[s][r - 1] for s, r in pairs]
     return runs.assign(us_per_req_elu=us)
 
@@ -243,7 +243,7 @@ def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_n
 
 def test_one_round_prints_no_interval_and_says_so():
     runs = known_ratio_runs()
-    text = summary_of(runs[runs["repetition"] == 1])
+    text = summary_of(runs[runs["round"] == 1])
     first = text.split("\n\n")[1]
     assert first.startswith(
         "- **point-lookup** at 50 connections: fastify costs 0.40x express's event-loop CPU per request "
@@ -341,7 +341,7 @@ def test_whiskers_are_the_intervals_and_a_single_run_draws_none(name):
 
 def test_pairs_measured_by_different_sessions_are_listed():
     runs = known_ratio_runs()
-    session = np.where((runs["server"] == "express") & (runs["repetition"] == 2), "later", "first")
+    session = np.where((runs["server"] == "express") & (runs["round"] == 2), "later", "first")
     text = summary_of(runs.assign(session=session))
     section = text[text.index("## Pairs not measured back to back") :]
     assert (
@@ -357,7 +357,7 @@ def test_the_drift_chart_follows_the_control_and_its_twin_round_by_round():
     runs = known_ratio_runs()
     spec = charts.control_drift(runs).to_dict()
     data = next(iter(spec["datasets"].values()))
-    assert {(d["server"], d["repetition"]) for d in data} == {
+    assert {(d["server"], d["round"]) for d in data} == {
         (s, r) for s in ("node-http", "node-http-aa") for r in (1, 2, 3)
     }
     assert "better" in title_text(spec)

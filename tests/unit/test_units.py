@@ -131,7 +131,7 @@ def make_record(**overrides) -> dict:
         kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
         base[name] = {"integer": 1, "number": 0.5, "string": "x", "object": {}, "boolean": False}[kinds[0]]
     base.update(errors=0, timeouts=0, non2xx=0, mismatches=0, database_mode="embedded", status_counts={"200": 1})
-    base.update(load_generator="autocannon", stopping_rule="duration")
+    base.update(client="autocannon", stopping_rule="duration")
     base.update(overrides)
     return base
 
@@ -142,13 +142,13 @@ def test_every_record_field_is_in_the_data_dictionary():
 
 def test_aggregate_types_and_sorts(tmp_path: Path):
     paths = []
-    for i, (server, rep) in enumerate([("fastify", 2), ("express", 1), ("fastify", 1)]):
+    for i, (server, round_) in enumerate([("fastify", 2), ("express", 1), ("fastify", 1)]):
         p = tmp_path / f"{i}.json"
-        p.write_text(json.dumps(make_record(server=server, workload="empty", repetition=rep)))
+        p.write_text(json.dumps(make_record(server=server, workload="empty", round=round_)))
         paths.append(p)
     frame = aggregate.to_frame(aggregate.load_records(paths, RUN_SCHEMA), RUN_SCHEMA)
     assert list(frame["server"]) == ["express", "fastify", "fastify"]
-    assert list(frame["repetition"]) == [1, 1, 2]
+    assert list(frame["round"]) == [1, 1, 2]
     assert str(frame["server"].dtype) == "category"
     assert str(frame["requests"].dtype) == "int64"
     assert str(frame["req_per_s"].dtype) == "float64"
@@ -177,6 +177,20 @@ def test_records_from_before_a_field_existed_read_as_null(tmp_path: Path):
     assert frame.loc["fastify", "preempted"] and frame.loc["fastify", "server_aborted"] == 3
     assert frame.loc["fastify", "db_cpu_util"] == 0.25
     frame.reset_index().to_parquet(tmp_path / "runs.parquet", index=False)
+
+
+def test_records_written_under_the_old_field_names_read_as_todays(tmp_path: Path):
+    """repetition, load_generator and load_generator_version are now round, client and client_version."""
+    today = make_record(server="express", workload="empty", round=2, client="wrk", client_version="4.2.0")
+    renamed = {"round": "repetition", "client": "load_generator", "client_version": "load_generator_version"}
+    old = {renamed.get(k, k): v for k, v in today.items()}
+    assert "round" not in old and old["load_generator"] == "wrk"
+    frames = []
+    for name, record in (("old", old), ("today", today)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+        frames.append(aggregate.to_frame(aggregate.load_records([tmp_path / f"{name}.json"], RUN_SCHEMA), RUN_SCHEMA))
+    pd.testing.assert_frame_equal(frames[0], frames[1])
+    assert frames[0].loc[0, "round"] == 2 and frames[0].loc[0, "client"] == "wrk"
 
 
 def test_aggregate_in_batches_gives_the_same_table(tmp_path: Path):
@@ -498,7 +512,7 @@ def test_the_schema_compiled_during_the_warm_up_judges_as_one_compiled_on_the_sp
     fresh = tmp_path / "fresh.yaml"
     fresh.write_text(schema.read_text())
     facts = record.gather("autocannon", REPO / "servers" / "package-lock.json", schema)
-    assert facts["load_generator_version"] and schema in record._compiled and fresh not in record._compiled
+    assert facts["client_version"] and schema in record._compiled and fresh not in record._compiled
     for path in (schema, fresh):
         with pytest.raises(errors.RunError, match="breaks"):
             record.check_record({"a": "x"}, path)
@@ -531,7 +545,7 @@ def test_run_independent_facts_read_the_lockfile_the_machine_and_the_commit(tmp_
     sha = subprocess.run([*git, "log", "-1", "--format=%H"], check=True, capture_output=True, text=True).stdout.strip()
     monkeypatch.chdir(repo)
     facts = record.run_independent_facts("autocannon", lock)
-    assert facts["load_generator_version"] == "1.2.3"
+    assert facts["client_version"] == "1.2.3"
     assert facts["lockfile"] == {
         "express_version": "9.8.7",
         "fastify_version": None,
@@ -544,4 +558,4 @@ def test_run_independent_facts_read_the_lockfile_the_machine_and_the_commit(tmp_
     monkeypatch.chdir(tmp_path)  # not a repository
     assert record.run_independent_facts("autocannon", lock)["pipeline_commit"] == "unknown"
     # wrk's version comes from the program, not the lockfile
-    assert record.run_independent_facts("wrk", lock)["load_generator_version"] == loadgen.program_version("wrk")
+    assert record.run_independent_facts("wrk", lock)["client_version"] == loadgen.program_version("wrk")

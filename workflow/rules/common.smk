@@ -1,10 +1,10 @@
-import json
 import os
 import re
 import sys
 from pathlib import Path
 
 import yaml
+from snakemake.utils import validate
 
 # This checkout's nodebench package, here and in every job (jobs inherit PYTHONPATH), even
 # when the virtual environment has another checkout's installed in editable mode.
@@ -18,10 +18,18 @@ from nodebench.harness import nodejs, storage, workspace  # noqa: E402
 from nodebench.harness.errors import StorageError  # noqa: E402
 from nodebench.targets import code  # noqa: E402
 
-# Every problem of the configuration at once, before any job runs (the schema has checked the rest).
-_problems = configcheck.problems(config, Path(workflow.basedir) / "servers")
-if _problems:
-    raise WorkflowError("\n".join(_problems))
+
+def stop_on(problems, head=""):
+    """Stop before any job runs, naming every problem found."""
+    if problems:
+        lines = "\n".join(problems)
+        raise WorkflowError(f"{head}{lines}")
+
+
+# A key under a name it no longer has, then the schema, then every other problem at once.
+stop_on(configcheck.renamed_keys(config))
+validate(config, str(Path(workflow.basedir, "workflow/schemas/config.schema.yaml")))
+stop_on(configcheck.problems(config, Path(workflow.basedir) / "servers"))
 for _line in configcheck.warnings(config):
     print(f"nodebench: {_line}", file=sys.stderr)
 
@@ -32,9 +40,7 @@ CLAIMS_DOC = yaml.load(
     Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader),
 )
 validate(CLAIMS_DOC, str(Path(workflow.basedir, "workflow/schemas/claims.schema.yaml")))
-_problems = claimfile.check(CLAIMS_DOC["claims"])
-if _problems:
-    raise WorkflowError(f"{CLAIMS_FILE}: " + "; ".join(_problems))
+stop_on(claimfile.check(CLAIMS_DOC["claims"]), f"{CLAIMS_FILE}: ")
 
 # Measurements never overlap on one machine: each takes the one unit of 'bench'.
 # The default profile sets the same limit; this keeps it when no profile is used.
@@ -54,13 +60,7 @@ LEDGER_CLAIMS = claimfile.ledger_claims(
     CLAIMS_DOC["claims"], T.scope_cells, T.failure_cells
 )
 LEDGER_SCOPES = claimfile.measured_scopes(LEDGER_CLAIMS)
-LEDGER_FAILURES = sorted(
-    {
-        targets.failure_path(*c)
-        for s in claimfile.failure_scopes(LEDGER_CLAIMS)
-        for c in T.failure_cells(s)
-    }
-)
+LEDGER_FAILURES = T.failure_paths(claimfile.failure_scopes(LEDGER_CLAIMS))
 
 
 def say(line):
@@ -78,36 +78,28 @@ if workflow.is_main_process:
 
 
 def measure_inputs(wildcards):
-    return T.measure_inputs(wildcards.workload, wildcards.server, wildcards.loadgen)
+    return T.measure_inputs(wildcards.workload, wildcards.server, wildcards.client)
 
 
 def failure_inputs(wildcards):
-    return T.failure_inputs(wildcards.workload, wildcards.server, wildcards.loadgen)
+    return T.failure_inputs(wildcards.workload, wildcards.server, wildcards.client)
+
+
+def _run(w):
+    return w.workload, w.server, w.connections, w.client, w.stop, w.round
 
 
 def measure_priority(wildcards):
     """Earlier in the plan, higher priority: rounds run in order, each in its shuffled order."""
-    w = wildcards
-    return T.plan.priority(
-        w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep
-    )
-
-
-def _place(wildcards):
-    """(position in its round, round size), each 0 for a run outside the plan."""
-    w = wildcards
-    position, size = T.plan.place(
-        w.workload, w.server, w.connections, w.loadgen, w.stop, w.rep
-    )
-    return position or 0, size or 0
+    return T.plan.priority(*_run(wildcards))
 
 
 def round_position(wildcards):
-    return _place(wildcards)[0]
+    return T.plan.place(*_run(wildcards))[0] or 0
 
 
 def round_size(wildcards):
-    return _place(wildcards)[1]
+    return T.plan.place(*_run(wildcards))[1] or 0
 
 
 def attempt_number(wildcards, attempt):
@@ -115,25 +107,8 @@ def attempt_number(wildcards, attempt):
     return attempt
 
 
-def job_command(entry, rest):
-    """A measurement job's command line (nodebench/harness/job.py reads it). A shell command, not a
-    `script:`: a script job imports Snakemake to unpickle its job object, about 0.1 s of every
-    measurement before anything starts. Its entry script is an input, and so is its code.
-    """
-    return (
-        "{PYTHON:q} scripts/%s --out {output:q} --log {log:q}"
-        " --inputs {params.inputs:q} --options {params.options:q}"
-        " --cell {wildcards.workload} {wildcards.server} {wildcards.connections}"
-        " {wildcards.loadgen} {wildcards.stop} %s"
-    ) % (entry, rest)
-
-
 def job_inputs(wildcards, input):
-    """The named inputs the harness opens (not the lists that are inputs only to rerun the job), as JSON."""
-    return json.dumps(
-        {k: input[k] for k in input.keys() if isinstance(input[k], str)},
-        sort_keys=True,
-    )
+    return targets.job_inputs(input)
 
 
 def job_options(wildcards):
@@ -193,8 +168,8 @@ wildcard_constraints:
     server="|".join(map(re.escape, sorted({c[1] for c in _runs}))),
     workload="|".join(map(re.escape, sorted({c[0] for c in _runs}))),
     connections=r"\d+",
-    rep=r"\d+",
-    loadgen="|".join(CLIENTS),
+    round=r"\d+",
+    client="|".join(CLIENTS),
     stop=r"\d+(\.\d+)?s|\d+req",
     scope="|".join(map(re.escape, SCOPES)),
     chart="|".join(CHART_LIST),

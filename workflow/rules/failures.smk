@@ -8,7 +8,7 @@ rule expect_failure:
     output:
         outcome=targets.FAILURE,
     log:
-        "data/logs/failures/{workload}/{server}/c{connections}/{loadgen}-{stop}.log",
+        "data/logs/failures/{workload}/{server}/c{connections}/{client}-{stop}.log",
     resources:
         bench=1,
     params:
@@ -16,4 +16,4 @@ rule expect_failure:
         options=job_options,
         workload=workload_entry,
     shell:
-        job_command("expect_failure.py", "1")
+        targets.job_command("expect_failure.py", "1")

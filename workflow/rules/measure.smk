@@ -4,7 +4,7 @@ rule measure_run:
     output:
         record=targets.RECORD,
     log:
-        "data/logs/measure/{workload}/{server}/c{connections}/{loadgen}-{stop}/r{rep}.log",
+        "data/logs/measure/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.log",
     priority: measure_priority
     # A cell whose processes did not start is measured once more; a failed check is not
     # (the job fails at once on its second attempt; scripts/nodebench/harness/attempts.py).
@@ -23,8 +23,8 @@ rule measure_run:
         options=job_options,
         workload=workload_entry,
     shell:
-        job_command(
+        targets.job_command(
             "measure_run.py",
-            "{wildcards.rep} --attempt {resources.attempt}"
+            "{wildcards.round} --attempt {resources.attempt}"
             " --round {resources.round_position} {resources.round_size}",
         )

@@ -19,9 +19,9 @@ rule probe_load_generator:
     output:
         targets.CLIENT_PROBE,
     log:
-        "data/logs/probe_load_generator/{loadgen}.log",
+        "data/logs/probe_load_generator/{client}.log",
     wildcard_constraints:
-        loadgen="|".join(PROGRAMS),
+        client="|".join(PROGRAMS),
     priority: plan.PROBE_PRIORITY
     script:
         "../../scripts/probe_load_generator.py"

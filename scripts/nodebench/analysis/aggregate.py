@@ -9,9 +9,19 @@ import fastjsonschema
 import jsonschema
 import pandas as pd
 
-SORT_KEYS = ["workload", "server", "connections", "load_generator", "stop", "repetition"]
+SORT_KEYS = ["workload", "server", "connections", "client", "stop", "round"]
 #: Records converted to a typed frame at a time.
 BATCH = 10_000
+#: Fields renamed since records were first written (old name -> name now): a record from before reads as one
+#: written today.
+RENAMED = {"repetition": "round", "load_generator": "client", "load_generator_version": "client_version"}
+
+
+def current_names(record: dict) -> dict:
+    """A record with the fields that were renamed under their names of today."""
+    if RENAMED.keys().isdisjoint(record):
+        return record
+    return {RENAMED.get(k, k): v for k, v in record.items()}
 
 
 def column_types(schema: dict) -> dict:
@@ -44,7 +54,7 @@ def iter_records(paths, schema: dict) -> Iterator[dict]:
     fast = fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
     validator = jsonschema.Draft202012Validator(schema)
     for path in paths:
-        record = json.loads(Path(path).read_text())
+        record = current_names(json.loads(Path(path).read_text()))
         try:
             fast(record)
             errors = []

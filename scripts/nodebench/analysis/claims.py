@@ -160,7 +160,7 @@ def round_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
             )
         if figure not in mine:
             raise ClaimError(f"{claim['id']}: cell {alias} reads {figure!r}, which the runs do not have")
-        columns[alias] = mine.set_index("repetition")[figure].astype(float)
+        columns[alias] = mine.set_index("round")[figure].astype(float)
     return pd.DataFrame(columns).dropna().sort_index()
 
 
@@ -321,7 +321,7 @@ def conditions(claim: Mapping, runs: pd.DataFrame, rounds) -> str:
         mine = runs[runs["server"].isin([s["server"] for s in claim["cells"].values()])]
     else:
         mine = pd.concat([select(runs, s) for s in claim["cells"].values()])
-    mine = mine[mine["repetition"].isin(list(rounds))]
+    mine = mine[mine["round"].isin(list(rounds))]
     if mine.empty:
         return ""
     uniq = lambda col: ", ".join(sorted(mine[col].dropna().astype(str).unique())) if col in mine else "?"  # noqa: E731
@@ -331,7 +331,7 @@ def conditions(claim: Mapping, runs: pd.DataFrame, rounds) -> str:
     when = pd.to_datetime(mine["started_at"], utc=True)
     preempted = int(mine["preempted"].fillna(False).astype(bool).sum()) if "preempted" in mine else 0
     return (
-        f"{uniq('load_generator')}, {uniq('connections')} connections, {uniq('stop')}; Node.js {uniq('node_version')}; "
+        f"{uniq('client')}, {uniq('connections')} connections, {uniq('stop')}; Node.js {uniq('node_version')}; "
         f"{', '.join(frameworks)}; {uniq('cpu_model')} ({uniq('cpu_count')} CPUs); "
         f"{when.min():%Y-%m-%d %H:%M}–{when.max():%H:%M} UTC; {preempted} of {len(mine)} runs preempted"
     )

@@ -9,7 +9,7 @@ import pandas as pd
 
 from nodebench.catalogue.thresholds import MATCHES_WITHIN, NEGLIGIBLE_S
 
-GROUP = ["workload", "server", "connections", "load_generator"]
+GROUP = ["workload", "server", "connections", "client"]
 
 VERDICTS = {
     "tail": "explained by the tail",
@@ -62,7 +62,7 @@ def penalty(count_req_per_s: float, duration_req_per_s: float) -> float:
 
 def as_strings(df: pd.DataFrame) -> pd.DataFrame:
     """Categorical columns as plain strings, so they compare and concatenate like strings."""
-    cats = [c for c in ("workload", "server", "load_generator", "stopping_rule", "stop", "saturation") if c in df]
+    cats = [c for c in ("workload", "server", "client", "stopping_rule", "stop", "saturation") if c in df]
     return df.astype({c: str for c in cats})
 
 
@@ -112,8 +112,8 @@ def stopping_table(runs: pd.DataFrame) -> pd.DataFrame:
             row = dict(zip(GROUP, key, strict=True)) | {
                 "count_stop": stop,
                 "duration_stop": f"{duration:g}s",
-                "repetitions_count": len(counted),
-                "repetitions_duration": len(timed),
+                "rounds_count": len(counted),
+                "rounds_duration": len(timed),
                 "requests_target": int(counted["requests_target"].iloc[0]),
                 "requests_completed": med["requests"],
                 "overshoot": float((counted["requests"] - counted["requests_target"]).median()),
@@ -204,7 +204,7 @@ def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
         timed[swept]
         .groupby([*GROUP, "duration_s"])
         .agg(
-            repetitions=("repetition", "count"),
+            rounds=("round", "count"),
             req_per_s_reported=("client_reported_req_per_s", "median"),
             req_per_s_min=("client_reported_req_per_s", "min"),
             req_per_s_max=("client_reported_req_per_s", "max"),
@@ -235,10 +235,10 @@ def held_back(metrics: pd.DataFrame) -> pd.DataFrame:
     key = ["workload", "server", "connections"]
     best = (
         m.sort_values("req_per_s", ascending=False)
-        .drop_duplicates(key)[[*key, "load_generator", "req_per_s", "req_per_s_lo", "elu_utilization"]]
+        .drop_duplicates(key)[[*key, "client", "req_per_s", "req_per_s_lo", "elu_utilization"]]
         .rename(
             columns={
-                "load_generator": "best_client",
+                "client": "best_client",
                 "req_per_s": "best_req_per_s",
                 "req_per_s_lo": "best_req_per_s_lo",
                 "elu_utilization": "best_elu",
@@ -246,6 +246,4 @@ def held_back(metrics: pd.DataFrame) -> pd.DataFrame:
         )
     )
     pairs = m[m["saturation"] != "server-bound"].merge(best, on=key)
-    return pairs[
-        (pairs["best_client"] != pairs["load_generator"]) & (pairs["best_req_per_s_lo"] > pairs["req_per_s_hi"])
-    ]
+    return pairs[(pairs["best_client"] != pairs["client"]) & (pairs["best_req_per_s_lo"] > pairs["req_per_s_hi"])]

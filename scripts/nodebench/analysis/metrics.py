@@ -10,7 +10,7 @@ from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
 # A cell: what was measured and how the load was made. stop is the rule with its
 # value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
-CELL = ["workload", "server", "connections", "load_generator", "stopping_rule", "stop"]
+CELL = ["workload", "server", "connections", "client", "stopping_rule", "stop"]
 # Cells that are compared with each other differ only in the server.
 PEERS = [c for c in CELL if c != "server"]
 FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
@@ -20,7 +20,7 @@ MEASURED_LATER = ["client_cpu_count", "client_cpus_busy", "db_cpu_util"]
 #: The runs' columns the metrics read.
 RUN_COLUMNS = [
     *CELL,
-    "repetition",
+    "round",
     "session",
     "elu_utilization",
     "client_cpu_util",
@@ -46,7 +46,7 @@ class Samples:
         grouped = runs.groupby(CELL, observed=True)
         self.keys = grouped.size().reset_index()[CELL]
         self.cell = grouped.ngroup().to_numpy()
-        self.rounds, self.place = np.unique(runs["repetition"].to_numpy(), return_inverse=True)
+        self.rounds, self.place = np.unique(runs["round"].to_numpy(), return_inverse=True)
         self.runs = runs
 
     def __call__(self, figure: str, dtype=float, fill=np.nan) -> np.ndarray:
@@ -79,7 +79,7 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
     base = (
         runs.groupby(CELL, observed=True)
         .agg(
-            repetitions=("repetition", "nunique"),
+            rounds=("round", "nunique"),
             elu_utilization=("elu_utilization", "median"),
             client_cpu_util=("client_cpu_util", "median"),
             client_cpu_capacity=("client_cpu_capacity", "median"),
@@ -221,7 +221,7 @@ def add_noise_floor(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | 
 
 def add_share(cells: pd.DataFrame) -> pd.DataFrame:
     """Framework share of the request's event-loop CPU, by the reference and the baseline model."""
-    same = ["load_generator", "stopping_rule", "stop", "_node"]
+    same = ["client", "stopping_rule", "stop", "_node"]
     cells = cells.assign(_node=_nodes(cells))
     empty = cells[cells["workload"] == "empty"][["server", "connections", *same, "us_per_req_elu"]]
     if empty.empty:
@@ -284,9 +284,9 @@ def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
     cells = pd.concat([cells, verdict(cells)], axis=1)
-    labels = ["workload", "server", "load_generator", "stopping_rule", "stop", "saturation", "cpu_model"]
+    labels = ["workload", "server", "client", "stopping_rule", "stop", "saturation", "cpu_model"]
     return (
-        cells.astype({c: "category" for c in labels} | {"connections": "int64", "repetitions": "int64"})
+        cells.astype({c: "category" for c in labels} | {"connections": "int64", "rounds": "int64"})
         .sort_values(["workload", "connections", "server"], kind="stable")
         .reset_index(drop=True)
     )

@@ -25,7 +25,7 @@ SET_NAMES = {SEED_SET: "the seed's twelve scenarios", DATABASE_SET: "the databas
 #: The seed's published scores (seeds/004: req/s, one 4-core GitHub runner, median of three runs), to set beside
 #: ours. Quoted, not measured here.
 SEED_PUBLISHED = {"node-http": 100.0, "fastify": 89.9, "hono": 84.5, "express": 46.0}
-CELL = ["load_generator", "stop", "workload", "connections"]
+CELL = ["client", "stop", "workload", "connections"]
 
 
 def cell_label(workload: str, connections: int, levels: int) -> str:
@@ -36,22 +36,22 @@ def cell_label(workload: str, connections: int, levels: int) -> str:
 def cell_ratios(runs: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     """Per scenario cell, server and round: 100 x the server's figure against the baseline's in that round.
 
-    Columns: score_set, load_generator, stop, workload, connections, cell, server, round, basis, pct.
+    Columns: score_set, client, stop, workload, connections, cell, server, round, basis, pct.
     Runs of workloads in no score set, and the baseline itself, give no rows.
     """
-    cols = [*CELL, "server", "repetition", *(c for c, _ in BASES.values())]
+    cols = [*CELL, "server", "round", *(c for c, _ in BASES.values())]
     df = runs[[c for c in cols if c in runs]].copy()
     df["score_set"] = df["workload"].map(lambda w: WORKLOADS[w].score_set if w in WORKLOADS else None)
     df = df[df["score_set"].notna()]
     base = df[df["server"] == baseline].drop(columns=["server"])
     others = df[df["server"] != baseline]
-    keys = ["score_set", *CELL, "repetition"]
+    keys = ["score_set", *CELL, "round"]
     paired = others.merge(base, on=keys, suffixes=("", "_base"))
     rows = []
     for basis, (col, higher_better) in BASES.items():
         ratio = paired[col] / paired[f"{col}_base"] if higher_better else paired[f"{col}_base"] / paired[col]
         rows.append(paired[[*keys, "server"]].assign(basis=basis, pct=100.0 * ratio))
-    out = pd.concat(rows, ignore_index=True).rename(columns={"repetition": "round"})
+    out = pd.concat(rows, ignore_index=True).rename(columns={"round": "round"})
     levels = out.groupby(["score_set", "workload"])["connections"].transform("nunique")
     out["cell"] = [cell_label(w, c, n) for w, c, n in zip(out["workload"], out["connections"], levels, strict=True)]
     return out[["score_set", *CELL, "cell", "server", "round", "basis", "pct"]]
@@ -63,7 +63,7 @@ def round_scores(ratios: pd.DataFrame) -> pd.DataFrame:
     A round counts only where it has every cell of the set that any round has (for that server);
     cells is how many went into it.
     """
-    group = ["score_set", "load_generator", "stop", "server", "basis"]
+    group = ["score_set", "client", "stop", "server", "basis"]
     expected = ratios.groupby(group)["cell"].nunique().rename("expected")
     per = ratios.groupby([*group, "round"]).agg(
         score=("pct", lambda p: float(np.exp(np.log(p).mean()))), cells=("cell", "nunique")
@@ -84,7 +84,7 @@ def summarise(values: pd.Series) -> dict:
 def table(runs: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     """The scenario table: one row per round score (kind 'score') and per cell's median (kind 'cell').
 
-    kind 'score': score_set, load_generator, stop, server, basis, median, lo, hi (min and max over rounds),
+    kind 'score': score_set, client, stop, server, basis, median, lo, hi (min and max over rounds),
     rounds, cells. kind 'cell': the same keys plus workload, connections and cell; median, lo, hi of the
     pct over rounds. The baseline appears with 100 everywhere its own runs exist.
     """
@@ -92,7 +92,7 @@ def table(runs: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     if ratios.empty:
         return pd.DataFrame(columns=["kind", "score_set", "server", "basis", "median", "lo", "hi", "rounds"])
     scores = round_scores(ratios)
-    group = ["score_set", "load_generator", "stop", "server", "basis"]
+    group = ["score_set", "client", "stop", "server", "basis"]
     score_rows = [
         {**dict(zip(group, key, strict=True)), "kind": "score", **summarise(g["score"]), "cells": int(g["cells"].max())}
         for key, g in scores.groupby(group)
@@ -104,7 +104,7 @@ def table(runs: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     ]
     out = pd.DataFrame(score_rows + cell_rows)
     # The baseline's own row: 100 by definition, shown so the table reads like the seed's.
-    keys = ["kind", "score_set", "load_generator", "stop", "basis", "workload", "connections", "cell"]
+    keys = ["kind", "score_set", "client", "stop", "basis", "workload", "connections", "cell"]
     base = out.groupby(keys, dropna=False).agg(rounds=("rounds", "max"), cells=("cells", "max")).reset_index()
     base = base.assign(server=baseline, median=100.0, lo=100.0, hi=100.0)
     return pd.concat([out, base], ignore_index=True)

@@ -1,6 +1,6 @@
 """What limited a cell's throughput, decided from what was measured over its window.
 
-``verdict(cells)`` takes per-cell figures (medians over repetitions) and names the
+``verdict(cells)`` takes per-cell figures (medians over rounds) and names the
 bottleneck, first rule that holds wins (thresholds in nodebench/catalogue/thresholds.py):
 
 1. **server-bound**: the server's event loop was busy at least ``SERVER_BOUND_ELU`` of

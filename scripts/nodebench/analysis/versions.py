@@ -29,7 +29,7 @@ FAR_APART_MIN = 5.0
 #: What a framework configuration's major is, for the words of a report.
 MAJOR_NAMES = {"express": "Express 5", "express4": "Express 4", "fastify": "Fastify 5", "fastify4": "Fastify 4"}
 COLUMNS = [
-    "kind", "server", "node", "compared_to", "workload", "connections", "load_generator", "stop",
+    "kind", "server", "node", "compared_to", "workload", "connections", "client", "stop",
     "ratio", "ratio_lo", "ratio_hi", "throughput_ratio", "pairs", "coverage", "interval",
     "us_per_req", "us_per_req_compared", "noise_floor", "beyond_noise",
     "preempted_runs", "preempted_runs_compared", "pair_gap_min",
@@ -119,7 +119,7 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_
     f = out["noise_floor"]
     beyond = (out["ratio_hi"] < 1 / (1 + f)) | (out["ratio_lo"] > 1 + f)
     out["beyond_noise"] = beyond.where(f.notna() & out["ratio_lo"].notna()).astype("boolean")
-    out = out.astype({"workload": str, "load_generator": str, "stop": str})
+    out = out.astype({"workload": str, "client": str, "stop": str})
     return (
         out[COLUMNS]
         .sort_values(["kind", "server", "workload", "connections", "node"], kind="stable")
@@ -151,7 +151,7 @@ def _noise_floors(metrics: pd.DataFrame) -> pd.DataFrame:
     if "noise_floor" not in metrics:
         return pd.DataFrame(columns=[*PEERS, "noise_floor"])
     floors = metrics[[*PEERS, "noise_floor"]].dropna(subset=["noise_floor"])
-    floors = floors.astype(dict.fromkeys(["workload", "load_generator", "stopping_rule", "stop"], str))
+    floors = floors.astype(dict.fromkeys(["workload", "client", "stopping_rule", "stop"], str))
     return floors.drop_duplicates(subset=PEERS)
 
 

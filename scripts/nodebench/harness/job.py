@@ -26,9 +26,9 @@ class Job:
     workload: str
     server: str
     connections: int
-    loadgen: str
+    client: str
     stop: str
-    rep: int
+    round: int
     inputs: dict
     options: dict
     out: Path
@@ -40,7 +40,7 @@ class Job:
 
 def parse(argv: list[str] | None = None) -> Job:
     p = argparse.ArgumentParser(description="Run one measurement cell (the measure_run and expect_failure rules).")
-    cell_names = ("WORKLOAD", "SERVER", "CONNECTIONS", "CLIENT", "STOP", "REP")
+    cell_names = ("WORKLOAD", "SERVER", "CONNECTIONS", "CLIENT", "STOP", "ROUND")
     p.add_argument("--cell", nargs=6, required=True, metavar=cell_names)
     p.add_argument("--inputs", required=True, help="the job's named inputs, as a JSON object")
     p.add_argument("--options", required=True, help="the rule's params, as a JSON object")
@@ -49,10 +49,10 @@ def parse(argv: list[str] | None = None) -> Job:
     p.add_argument("--attempt", type=int, default=1, help="which attempt of this job, from 1")
     p.add_argument("--round", nargs=2, type=int, default=(0, 0), metavar=("POSITION", "SIZE"), help="0 0: none")
     a = p.parse_args(argv)
-    workload, server, connections, loadgen, stop, rep = a.cell
+    workload, server, connections, client, stop, round_ = a.cell
     position, size = a.round
     return Job(
-        workload, server, int(connections), loadgen, stop, int(rep), json.loads(a.inputs), json.loads(a.options),
+        workload, server, int(connections), client, stop, int(round_), json.loads(a.inputs), json.loads(a.options),
         a.out, a.log, a.attempt, position or None, size or None,
     )  # fmt: skip
 
@@ -60,7 +60,7 @@ def parse(argv: list[str] | None = None) -> Job:
 def cell(job: Job) -> Cell:
     # The configuration the server name runs is the file it was given (a twin runs its control's).
     configuration = Path(job.inputs["server"]).stem
-    return Cell(job.server, job.workload, job.connections, job.rep, job.loadgen, Stop.parse(job.stop), configuration)
+    return Cell(job.server, job.workload, job.connections, job.round, job.client, Stop.parse(job.stop), configuration)
 
 
 def server_node(job: Job) -> dict:

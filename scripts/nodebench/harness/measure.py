@@ -29,8 +29,8 @@ class Cell:
     server: str
     workload: str
     connections: int
-    repetition: int
-    load_generator: str
+    round: int
+    client: str
     stop: Stop
     #: The server configuration the name runs (servers/<configuration>.js, the name its
     #: /__whoami gives): the server's own name, except for the A/A control's twin.
@@ -41,8 +41,8 @@ class Cell:
         return self.configuration or self.server
 
     def label(self) -> str:
-        client = f"{self.load_generator}-{self.stop.label}"
-        return f"{self.workload}/{self.server} c{self.connections} {client} r{self.repetition}"
+        client = f"{self.client}-{self.stop.label}"
+        return f"{self.workload}/{self.server} c{self.connections} {client} r{self.round}"
 
 
 @dataclass(frozen=True)
@@ -169,12 +169,12 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
         "127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch, workload.method, workload.body_bytes()
     )
     client = loadgen.make(
-        cell.load_generator, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file,
+        cell.client, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file,
         elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
         stack=stack,
     )  # fmt: skip
     mode = "dsn" if dsn else "embedded"
-    log(f"server {cell.server}, load generator {cell.load_generator} and database ({mode}) starting")
+    log(f"server {cell.server}, load generator {cell.client} and database ({mode}) starting")
     import psycopg  # noqa: F401  (here: it loads while the server boots and the template is copied)
 
     if cluster is not None:
@@ -261,7 +261,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
     stop = cell.stop
     what = f"window {stop.value:g} s" if stop.rule == "duration" else f"{int(stop.value):,} requests"
     progress(
-        f"start {cell.label()}: warm-up {opts.warmup_s:g} s, {what} with {cell.load_generator}, "
+        f"start {cell.label()}: warm-up {opts.warmup_s:g} s, {what} with {cell.client}, "
         f"server CPU {server_cpus}, client CPU {client_cpus}"
     )
     with ExitStack() as stack:
@@ -285,7 +285,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         verify.verify_answers(s.port, workload, verify.expected_answer(workload, admin, paths.answer_fixture))
         answer_bytes = verify.raw_answer_size(s.port, workload.path, s.client.request_head())
         phases.done("verify")
-        log(f"server {who} verified on port {s.port}; {answer_bytes} bytes per answer to {cell.load_generator}")
+        log(f"server {who} verified on port {s.port}; {answer_bytes} bytes per answer to {cell.client}")
         # What the record needs that no run changes (its schema compiled, versions, the commit) and
         # the window's sampler's imports are done on a thread during the warm-up, not on the way to it
         # or after the run; it is waited for before the window, so it can never run beside it. It waits
@@ -296,7 +296,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         def beside_warmup():
             time.sleep(delay)
             s.sampler.prepare()
-            return record.gather(cell.load_generator, paths.lockfile, paths.run_schema)
+            return record.gather(cell.client, paths.lockfile, paths.run_schema)
 
         # Leaving the stack shuts the pool down and waits for the thread: git and the client's
         # version are processes, never left running.

@@ -133,24 +133,24 @@ def _compile(schema_path: Path):
 _compiled: dict[Path, object] = {}
 
 
-def run_independent_facts(load_generator: str, lockfile: Path) -> dict:
+def run_independent_facts(client: str, lockfile: Path) -> dict:
     """What a record says that no run changes: versions, the machine, the pipeline's commit.
 
     Two of them start programs (the load generator's version, git), so the measurement job
     gathers them during its warm-up (on a thread of its own), not after the window.
     """
     return {
-        "load_generator_version": client_version(load_generator, lockfile),
+        "client_version": client_version(client, lockfile),
         "lockfile": lockfile_versions(lockfile),
         "machine": machine(),
         "pipeline_commit": git_commit(Path.cwd()),
     }
 
 
-def gather(load_generator: str, lockfile: Path, schema_path: Path) -> dict:
+def gather(client: str, lockfile: Path, schema_path: Path) -> dict:
     """run_independent_facts, and the record's schema compiled for check_record (done during the warm-up)."""
     _compiled[schema_path] = _compile(schema_path)
-    return run_independent_facts(load_generator, lockfile)
+    return run_independent_facts(client, lockfile)
 
 
 def check_record(record: dict, schema_path: Path) -> None:
@@ -174,9 +174,9 @@ def build(o: dict, facts: dict) -> dict:
         "server": cell.server,
         "workload": cell.workload,
         "connections": cell.connections,
-        "repetition": cell.repetition,
-        "load_generator": cell.load_generator,
-        "load_generator_version": facts["load_generator_version"],
+        "round": cell.round,
+        "client": cell.client,
+        "client_version": facts["client_version"],
         "client_threads": client.threads,
         "client_cpu_capacity": float(min(client.threads, len(o["client_cpus"]))),
         "stopping_rule": stop.rule,

@@ -128,7 +128,7 @@ CHART_LIST = {
         ("metrics",),
         "experiment",
         lambda s: s.clients > 1,
-        f"{_EXPERIMENT}:load_generators",
+        f"{_EXPERIMENT}:clients",
         "The same cells under each load generator",
     ),
 }

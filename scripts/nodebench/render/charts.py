@@ -84,7 +84,7 @@ def cpu_per_request(metrics: pd.DataFrame) -> alt.Chart:
                 kind="process CPU", value=m["us_per_req_cpu"], lo=m["us_per_req_cpu_lo"], hi=m["us_per_req_cpu_hi"]
             ),
         ]
-    )[["workload", "server", "connections", "kind", "value", "lo", "hi", "bound", "repetitions", "interval"]]
+    )[["workload", "server", "connections", "kind", "value", "lo", "hi", "bound", "rounds", "interval"]]
     scale = server_scale(long["server"])
     base = alt.Chart(long).encode(alt.X("server:N").sort(scale.domain).title(None))
     bars = base.mark_bar().encode(
@@ -313,7 +313,7 @@ def connection_sweep(metrics: pd.DataFrame) -> alt.VConcatChart:
                 lat.transform_filter(alt.datum.workload == workload),
             ).properties(title=f"{workload}: connection sweep ({sub['server'].nunique()} servers{binned})")
         )
-    autocannon = "autocannon" in set(metrics["load_generator"].astype(str))
+    autocannon = "autocannon" in set(metrics["client"].astype(str))
     return alt.vconcat(*rows).properties(
         title=_title(
             "Throughput (higher is better) and latency (lower is better) as connections grow",
@@ -383,24 +383,24 @@ def control_drift(runs: pd.DataFrame) -> alt.Chart:
         return _nothing("No A/A control in these runs (config key control): nothing to follow.", _title(title))
     twin = twins[0]
     control = twin_of(twin)
-    keep = [c for c in ("session", "started_at", "load_generator", "stop") if c in runs]
-    columns = ["workload", "server", "connections", "repetition", "us_per_req_elu", *keep]
+    keep = [c for c in ("session", "started_at", "client", "stop") if c in runs]
+    columns = ["workload", "server", "connections", "round", "us_per_req_elu", *keep]
     r = runs.loc[runs["server"].astype(str).isin([control, twin]), columns]
     r = headline(r).astype({c: str for c in ["workload", "server", *keep]})
     scale = server_scale([control, twin])
-    rounds = r["repetition"].nunique()
+    rounds = r["round"].nunique()
     return (
         alt.Chart(r)
         .mark_line(point=True)
         .encode(
-            alt.X("repetition:Q").axis(format="d", tickMinStep=1).title("round, in the order measured"),
+            alt.X("round:Q").axis(format="d", tickMinStep=1).title("round, in the order measured"),
             alt.Y("us_per_req_elu:Q").scale(zero=False).title("event-loop CPU per request (µs)"),
             alt.Color("server:N").scale(scale).title("server"),
             tooltip=[
                 "workload",
                 "server",
                 "connections",
-                "repetition",
+                "round",
                 alt.Tooltip("us_per_req_elu:Q", format=".1f"),
                 *keep,
             ],  # fmt: skip

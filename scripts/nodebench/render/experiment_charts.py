@@ -81,7 +81,7 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
     """Reported req/s of every run against its fixed duration, with the medians joined; count runs as rules."""
     r = as_strings(runs)
     timed = r[r["stopping_rule"] == "duration"]
-    swept = timed.groupby(["workload", "server", "connections", "load_generator"])["duration_s"].transform("nunique")
+    swept = timed.groupby(["workload", "server", "connections", "client"])["duration_s"].transform("nunique")
     timed = timed[swept >= 3]
     medians = timed.groupby(["server", "duration_s"], as_index=False)["client_reported_req_per_s"].median()
     scale = server_scale(timed["server"].unique())
@@ -91,7 +91,7 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
         color=alt.Color("server:N", scale=scale, title="server"),
     )
     points = base.mark_point(opacity=0.6).encode(
-        tooltip=["server", "duration_s", "repetition", alt.Tooltip("client_reported_req_per_s:Q", format=",.0f")]
+        tooltip=["server", "duration_s", "round", alt.Tooltip("client_reported_req_per_s:Q", format=",.0f")]
     )
     line = (
         alt.Chart(medians)
@@ -129,17 +129,17 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
     )
 
 
-def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
+def clients(metrics: pd.DataFrame) -> alt.VConcatChart:
     """Per workload: server req/s, its ELU and the client's own CPU, one bar per load generator."""
     m = as_strings(metrics)
-    clients = [c for c in CLIENT_COLORS if c in set(m["load_generator"])]
+    clients = [c for c in CLIENT_COLORS if c in set(m["client"])]
     color = alt.Color(
-        "load_generator:N",
+        "client:N",
         title="load generator",
         scale=alt.Scale(domain=clients, range=[CLIENT_COLORS[c] for c in clients]),
     )
     base = alt.Chart(m).encode(
-        x=alt.X("server:N", title=None), xOffset=alt.XOffset("load_generator:N", sort=clients), color=color
+        x=alt.X("server:N", title=None), xOffset=alt.XOffset("client:N", sort=clients), color=color
     )
     size = {"width": 220, "height": 180}
     # One row of three panels per workload (a facet cannot hold a concat).
@@ -149,7 +149,7 @@ def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
         rps = sub.mark_bar().encode(
             y=alt.Y("req_per_s:Q", title="req/s (server)"),
             opacity=alt.condition("datum.saturation == 'server-bound'", alt.value(1.0), alt.value(0.45)),
-            tooltip=["server", "load_generator", "stop", "saturation", alt.Tooltip("req_per_s:Q", format=",.0f")],
+            tooltip=["server", "client", "stop", "saturation", alt.Tooltip("req_per_s:Q", format=",.0f")],
         )
         # A cell measured once has no interval, and gets no whisker.
         errs = (
@@ -159,11 +159,11 @@ def load_generators(metrics: pd.DataFrame) -> alt.VConcatChart:
         )
         elu = sub.mark_bar().encode(
             y=alt.Y("elu_utilization:Q", title="server ELU", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-            tooltip=["server", "load_generator", alt.Tooltip("elu_utilization:Q", format=".1%")],
+            tooltip=["server", "client", alt.Tooltip("elu_utilization:Q", format=".1%")],
         )
         cpu = sub.mark_bar().encode(
             y=alt.Y("client_cpu_util:Q", title="client CPU (cores)"),
-            tooltip=["server", "load_generator", alt.Tooltip("client_cpu_util:Q", format=".2f")],
+            tooltip=["server", "client", alt.Tooltip("client_cpu_util:Q", format=".2f")],
         )
         rows.append(
             alt.hconcat(

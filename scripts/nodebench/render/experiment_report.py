@@ -36,7 +36,7 @@ def stopping_markdown(table: pd.DataFrame) -> list[str]:
         "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
     )
     rows = [
-        f"| {r.server} | {r.load_generator} | {r.workload} | {r.connections} | {r.duration_req_per_s_reported:,.0f} "
+        f"| {r.server} | {r.client} | {r.workload} | {r.connections} | {r.duration_req_per_s_reported:,.0f} "
         f"({r.duration_stop}) | {r.count_req_per_s_reported:,.0f} | {r.penalty_reported:.1%} "
         f"| {r.requests_completed:,.0f} / {r.requests_target:,} | {r.actual_s:.2f} | {r.expected_s:.2f} "
         f"| {r.unaccounted_s:.2f} ({r.unaccounted_share:.1%}) "
@@ -53,7 +53,7 @@ def _num(value, fmt=".2f") -> str:
 
 def _row_sentence(r) -> str:
     s = (
-        f"{r.server} {r.count_stop} ({r.load_generator}, {r.workload}, {r.connections} connections): "
+        f"{r.server} {r.count_stop} ({r.client}, {r.workload}, {r.connections} connections): "
         f"{r.requests_completed:,.0f} of {r.requests_target:,} requests in {r.actual_s:.2f} s; at the "
         f"{r.duration_req_per_s:,.0f} req/s of its {r.duration_stop} runs that is {r.expected_s:.2f} s, so "
         f"{r.unaccounted_s:.2f} s ({r.unaccounted_share:.1%}) is unaccounted, against a {r.penalty_reported:.1%} "
@@ -126,7 +126,7 @@ def stopping_paragraph(table: pd.DataFrame, cpu_model: str) -> str:
             "Express)."
         )
     idle = table["idle_s"].dropna()
-    if len(idle) and (table["load_generator"] == "autocannon").any():
+    if len(idle) and (table["client"] == "autocannon").any():
         parts.append(
             f"autocannon ends a fixed-count run only at its next once-a-second sample after the last response, and "
             f"its req/s is the mean of those samples, a partial last second counting as a whole one; that idle wait "
@@ -159,7 +159,7 @@ def sweep_markdown(sweep: pd.DataFrame) -> list[str]:
             "| duration s | runs | req/s (median) | min–max | us/req ELU | ELU |",
             "|---:|---:|---:|---:|---:|---:|",
             *(
-                f"| {r.duration_s:g} | {r.repetitions} | {r.req_per_s_reported:,.0f} | {r.req_per_s_min:,.0f}–"
+                f"| {r.duration_s:g} | {r.rounds} | {r.req_per_s_reported:,.0f} | {r.req_per_s_min:,.0f}–"
                 f"{r.req_per_s_max:,.0f} | {r.us_per_req_elu:.1f} | {r.elu:.1%} |"
                 for r in group.itertuples()
             ),
@@ -170,14 +170,14 @@ def sweep_markdown(sweep: pd.DataFrame) -> list[str]:
 
 def clients_markdown(metrics: pd.DataFrame) -> list[str]:
     """Per workload and server, each client's req/s, the server's ELU and the client's own CPU."""
-    m = as_strings(metrics).sort_values(["workload", "server", "load_generator"])
+    m = as_strings(metrics).sort_values(["workload", "server", "client"])
     head = (
         "| workload | server | client | stop | req/s [interval] | ELU | us/req ELU [interval] "
         "| client CPU (of cores) "
         "| p99 ms | verdict |\n|---|---|---|---|---:|---:|---:|---:|---:|---|"
     )
     rows = [
-        f"| {r.workload} | {r.server} | {r.load_generator} | {r.stop} "
+        f"| {r.workload} | {r.server} | {r.client} | {r.stop} "
         f"| {ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi)} "
         f"| {r.elu_utilization:.1%} | {ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, '.1f')} "
         f"| {r.client_cpu_util:.2f} (of {r.client_cpu_capacity:g}) | {r.latency_p99_ms:.2f} | {r.saturation} |"
@@ -193,7 +193,7 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
 
     def describe(r) -> str:
         return (
-            f"{r.load_generator} {r.req_per_s:,.0f} req/s at ELU {r.elu_utilization:.0%}, its own CPU "
+            f"{r.client} {r.req_per_s:,.0f} req/s at ELU {r.elu_utilization:.0%}, its own CPU "
             f"{r.client_cpu_util:.2f} of {r.client_cpu_capacity:g} core(s) ({r.saturation})"
         )
 
@@ -203,13 +203,13 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
         parts.append("node-http on `empty`: " + "; ".join(describe(r) for r in node_empty.itertuples()) + ".")
         ruled = node_empty[node_empty["saturation"].isin(CLIENT_LIMITED)]
         compared = back[(back["server"] == "node-http") & (back["workload"] == "empty")]
-        limiting = sorted(set(ruled["load_generator"]) | set(compared["load_generator"]))
+        limiting = sorted(set(ruled["client"]) | set(compared["client"]))
         if limiting:
             why = [
-                f"{r.load_generator} left node-http's event loop at {r.elu_utilization:.0%} while {r.best_client} "
+                f"{r.client} left node-http's event loop at {r.elu_utilization:.0%} while {r.best_client} "
                 f"drove it to {r.best_elu:.0%} and {r.best_req_per_s / r.req_per_s - 1:.0%} more req/s"
                 for r in compared.itertuples()
-            ] + [f"{r.load_generator} used {r.client_cpu_util:.2f} of its cores" for r in ruled.itertuples()]
+            ] + [f"{r.client} used {r.client_cpu_util:.2f} of its cores" for r in ruled.itertuples()]
             parts.append(
                 f"**The bottleneck for node-http on `empty` was the client with {' and '.join(limiting)}**: "
                 + "; ".join(why)
@@ -231,7 +231,7 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
             parts.append(
                 "Close to the edge: "
                 + "; ".join(
-                    f"{r.load_generator} (server ELU {r.elu_utilization:.1%}, client {r.client_cpu_util:.2f} of "
+                    f"{r.client} (server ELU {r.elu_utilization:.1%}, client {r.client_cpu_util:.2f} of "
                     f"{r.client_cpu_capacity:g} core(s))"
                     for r in edge.itertuples()
                 )
@@ -244,7 +244,7 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
         parts.append(
             "Elsewhere a client held the server back (another client drove it further, intervals apart) in: "
             + ", ".join(
-                f"{r.workload}/{r.server} with {r.load_generator} ({r.req_per_s:,.0f} req/s against "
+                f"{r.workload}/{r.server} with {r.client} ({r.req_per_s:,.0f} req/s against "
                 f"{r.best_req_per_s:,.0f} with {r.best_client})"
                 for r in others.itertuples()
             )
@@ -256,26 +256,26 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
     if len(ruled_others):
         parts.append(
             "Client-bound by CPU: "
-            + ", ".join(f"{r.workload}/{r.server} with {r.load_generator}" for r in ruled_others.itertuples())
+            + ", ".join(f"{r.workload}/{r.server} with {r.client}" for r in ruled_others.itertuples())
             + "."
         )
     io = m[m["saturation"].isin(DATABASE_LIMITED)]
     io = io[
-        ~io.set_index(["workload", "server", "load_generator"]).index.isin(
-            back.set_index(["workload", "server", "load_generator"]).index
+        ~io.set_index(["workload", "server", "client"]).index.isin(
+            back.set_index(["workload", "server", "client"]).index
         )
     ]
     if len(io):
         parts.append(
             "Neither the server's event loop nor a client was the limit in: "
-            + ", ".join(f"{r.workload}/{r.server} with {r.load_generator} ({r.saturation})" for r in io.itertuples())
+            + ", ".join(f"{r.workload}/{r.server} with {r.client} ({r.saturation})" for r in io.itertuples())
             + "; there the database, sharing CPUs with the client, set the pace."
         )
     return " ".join(parts)
 
 
 def cells_markdown(metrics: pd.DataFrame) -> list[str]:
-    m = as_strings(metrics).sort_values(["workload", "server", "load_generator", "stopping_rule", "stop"])
+    m = as_strings(metrics).sort_values(["workload", "server", "client", "stopping_rule", "stop"])
     head = (
         "| workload | server | conn | client | stop | runs | req/s [interval] | ELU | us/req ELU "
         "| client CPU "
@@ -283,7 +283,7 @@ def cells_markdown(metrics: pd.DataFrame) -> list[str]:
         "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|"
     )
     rows = [
-        f"| {r.workload} | {r.server} | {r.connections} | {r.load_generator} | {r.stop} | {r.repetitions} "
+        f"| {r.workload} | {r.server} | {r.connections} | {r.client} | {r.stop} | {r.rounds} "
         f"| {ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi)} | {r.elu_utilization:.1%} | {r.us_per_req_elu:.1f} "
         f"| {r.client_cpu_util:.2f} | {r.saturation} |"
         for r in m.itertuples()
@@ -293,7 +293,7 @@ def cells_markdown(metrics: pd.DataFrame) -> list[str]:
 
 def interval_note(metrics: pd.DataFrame) -> str:
     """What the [lo–hi] after a figure is, at the numbers of runs the cells have."""
-    ns = sorted({int(n) for n in metrics["repetitions"]})
+    ns = sorted({int(n) for n in metrics["rounds"]})
     return (
         "[lo–hi] after a figure is a distribution-free interval for its median from order statistics, the narrowest "
         f"[x(k), x(n+1-k)] covering at least {pct(CONFIDENCE)}, or min-max with its own lower coverage: "
@@ -369,10 +369,10 @@ def scenario_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     parts = []
     rounds = int(t["rounds"].max()) if len(t) else 0
     by_client = [(None, t)]
-    if t[["load_generator", "stop"]].drop_duplicates().shape[0] > 1:
+    if t[["client", "stop"]].drop_duplicates().shape[0] > 1:
         # A server has one score per client and stopping rule: each gets its own table (a server's row
         # would otherwise be several rows at once).
-        by_client = [(f"{client}, {stop}", g) for (client, stop), g in t.groupby(["load_generator", "stop"])]
+        by_client = [(f"{client}, {stop}", g) for (client, stop), g in t.groupby(["client", "stop"])]
     for score_set, title in ((sc.SEED_SET, "The seed's twelve scenarios"), (sc.DATABASE_SET, "The database set")):
         for label, part in by_client:
             parts += _scenario_section(part, score_set, title if label is None else f"{title}, {label}", rounds)
@@ -530,7 +530,7 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
     sweep = sweep_table(runs)
     if len(sweep):
         parts += ["", "## Duration sweep", "", "req/s as the load generator reported it.", "", *sweep_markdown(sweep)]
-    if metrics["load_generator"].nunique() > 1:
+    if metrics["client"].nunique() > 1:
         parts += [
             "",
             "## Load generators",

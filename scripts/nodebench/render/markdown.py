@@ -35,15 +35,15 @@ PROVENANCE = [
     "pg_version",
     "postgres_version",
     "database_mode",
-    "load_generator",
-    "load_generator_version",
+    "client",
+    "client_version",
     "started_at",
     "finished_at",
     "pipeline_commit",
 ]
 #: Every column of the runs the summary and the index page read: the provenance, and what
 #: it takes to name the pairs of runs that different Snakemake sessions measured.
-RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "repetition", "session"]
+RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "round", "session"]
 #: The baselines in the order the answer names them: the framework everyone knows, then bare node:http.
 ANSWER_BASELINES = ["express", "node-http"]
 #: What each saturation verdict means (metrics' saturation column). Verdicts not listed are shown as they are.
@@ -170,11 +170,11 @@ def answer(metrics: pd.DataFrame) -> list[str]:
     if metrics.empty:
         return ["No cell was measured."]
     head = headline(metrics)
-    setups = head[["load_generator", "stop"]].astype(str).drop_duplicates()
+    setups = head[["client", "stop"]].astype(str).drop_duplicates()
     out = []
     for workload in ordered(head["workload"].astype(str).unique()):
         cells = head[head["workload"].astype(str) == workload]
-        for (client, stop), group in cells.groupby([cells["load_generator"].astype(str), cells["stop"].astype(str)]):
+        for (client, stop), group in cells.groupby([cells["client"].astype(str), cells["stop"].astype(str)]):
             label = f"**{workload}** at {group['connections'].iloc[0]} connections"
             if len(setups) > 1:
                 label += f" ({client}, {stop})"
@@ -216,8 +216,8 @@ def machine_state(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
     cpus = ", ".join(sorted(runs["cpu_count"].astype(str).unique()))
     parts.append(f"CPU {'; '.join(models)} ({cpus} logical CPUs)")
     when = f"runs from {_when(runs['started_at'], 'min')} to {_when(runs['finished_at'], 'max')}"
-    if "repetition" in runs:
-        rounds = runs["repetition"].nunique()
+    if "round" in runs:
+        rounds = runs["round"].nunique()
         when += f", {rounds} round{'s' if rounds != 1 else ''}"
     if "session" in runs and runs["session"].notna().any():
         sessions = runs["session"].dropna().nunique()
@@ -254,7 +254,7 @@ def frameworks(runs: pd.DataFrame) -> str:
 
 def clients(runs: pd.DataFrame) -> str:
     """'autocannon 9.0.0, wrk debian/4.1.0-3+b2': every load generator with every version it ran."""
-    pairs = runs[["load_generator", "load_generator_version"]].astype(str).drop_duplicates()
+    pairs = runs[["client", "client_version"]].astype(str).drop_duplicates()
     return ", ".join(f"{c} {v}" for c, v in sorted(pairs.itertuples(index=False)))
 
 
@@ -340,7 +340,7 @@ def cell_table(cells: pd.DataFrame, control: str | None, with_connections: bool 
                 _server(r, control),
                 *([str(r.connections)] if with_connections else []),
                 ", ".join(_flags(r, cross)),
-                str(r.repetitions),
+                str(r.rounds),
                 ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, ".1f"),
                 "n/a" if pd.isna(r.us_per_req_cpu) else f"{r.us_per_req_cpu:.1f}",
                 ci(r.cost_vs_express, r.cost_vs_express_lo, r.cost_vs_express_hi, ".2f", "x"),
@@ -367,7 +367,7 @@ def by_cost(cells: pd.DataFrame) -> pd.DataFrame:
 
 def key(metrics: pd.DataFrame) -> list[str]:
     """What every column, interval, flag and verdict in the tables means (only those that occur)."""
-    ns = set(metrics["repetitions"].astype(int))
+    ns = set(metrics["rounds"].astype(int))
     for name in BASELINES.values():
         if f"pairs_{name}" in metrics:
             ns |= {int(n) for n in metrics[f"pairs_{name}"] if n > 0}
@@ -388,7 +388,7 @@ def key(metrics: pd.DataFrame) -> list[str]:
         "**ELU**: the server's event-loop utilization over the window.",
     ]
     latency = "**p50 / p99 ms**: the load generator's latency percentiles, medians over the runs; lower is better. "
-    if "autocannon" in set(metrics["load_generator"].astype(str)):
+    if "autocannon" in set(metrics["client"].astype(str)):
         latency += (
             "autocannon reports them in whole milliseconds (its histogram records integer ms, rounding down), so "
             "0.00 means under 1 ms and a median of an even number of runs can end in .50. "
@@ -446,7 +446,7 @@ def workload_tables(metrics: pd.DataFrame, workload: str, control: str | None, o
     cells = metrics[metrics["workload"].astype(str) == workload]
     top = headline(cells)
     blocks: list[Block] = [Heading(3, workload_title(workload))]
-    for (client, stop), group in top.groupby([top["load_generator"].astype(str), top["stop"].astype(str)]):
+    for (client, stop), group in top.groupby([top["client"].astype(str), top["stop"].astype(str)]):
         conn = group["connections"].iloc[0]
         blocks += [
             Para(f"At {conn} connections (the headline, closest to {HEADLINE_CONNECTIONS}), {client} {stop}:"),
@@ -467,8 +467,8 @@ def cross_session_pairs(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFra
     columns = [*PEERS, "server", "baseline", "rounds"]
     if "session" not in runs or runs["session"].isna().all():
         return pd.DataFrame(columns=columns)
-    r = runs[[*CELL, "repetition", "session"]].dropna(subset=["session"])
-    r = r.astype({c: str for c in ["workload", "server", "load_generator", "stopping_rule", "stop", "session"]})
+    r = runs[[*CELL, "round", "session"]].dropna(subset=["session"])
+    r = r.astype({c: str for c in ["workload", "server", "client", "stopping_rule", "stop", "session"]})
     control = control_server(metrics)
     control = _base(control) if control else None
     baselines = [*BASELINES, *([control] if control and control not in BASELINES else [])]
@@ -478,7 +478,7 @@ def cross_session_pairs(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFra
     for baseline in baselines:
         base = r[r["_base"] == baseline].drop(columns="_base").rename(columns={"session": "base_session"})
         base = base.rename(columns={"server": "baseline"})
-        pairs = r[r["_base"] != baseline].merge(base, on=[*PEERS, "repetition", "_node"])
+        pairs = r[r["_base"] != baseline].merge(base, on=[*PEERS, "round", "_node"])
         pairs = pairs[pairs["session"] != pairs["base_session"]]
         if baseline == control and baseline not in BASELINES:
             pairs = pairs[pairs["server"].map(is_twin)]
@@ -487,12 +487,12 @@ def cross_session_pairs(runs: pd.DataFrame, metrics: pd.DataFrame) -> pd.DataFra
     # express against node-http and node-http against express are one pair of runs.
     first = np.where(pairs["server"] < pairs["baseline"], pairs["server"], pairs["baseline"])
     second = np.where(pairs["server"] < pairs["baseline"], pairs["baseline"], pairs["server"])
-    pairs = pairs.assign(server=first, baseline=second).drop_duplicates([*PEERS, "server", "baseline", "repetition"])
+    pairs = pairs.assign(server=first, baseline=second).drop_duplicates([*PEERS, "server", "baseline", "round"])
     if pairs.empty:
         return pd.DataFrame(columns=columns)
     rounds = (
-        pairs.sort_values("repetition")
-        .groupby([*PEERS, "server", "baseline"], sort=True)["repetition"]
+        pairs.sort_values("round")
+        .groupby([*PEERS, "server", "baseline"], sort=True)["round"]
         .agg(lambda s: ", ".join(map(str, s)))
         .rename("rounds")
         .reset_index()
@@ -512,10 +512,10 @@ def cross_session_section(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[Blo
     pairs = cross_session_pairs(runs, metrics)
     if pairs.empty:
         return []
-    setups = pairs[["load_generator", "stop"]].drop_duplicates()
+    setups = pairs[["client", "stop"]].drop_duplicates()
     lines = [
         f"{r.workload} at {r.connections} connections"
-        + (f" ({r.load_generator}, {r.stop})" if len(setups) > 1 else "")
+        + (f" ({r.client}, {r.stop})" if len(setups) > 1 else "")
         + f": {r.server} with {r.baseline} (round{'s' if ',' in r.rounds else ''} {r.rounds})"
         for r in pairs.itertuples()
     ]

@@ -82,11 +82,15 @@ def job_command(entry: str, rest: str) -> str:
     a script job imports Snakemake to unpickle its job object, about 0.1 s of every measurement before anything
     starts. Its entry script is an input, and so is its code. PYTHON is the interpreter running Snakemake."""
     return (
-        "{PYTHON:q} scripts/%s --out {output:q} --log {log:q}"
-        " --inputs {params.inputs:q} --options {params.options:q}"
-        " --cell {wildcards.workload} {wildcards.server} {wildcards.connections}"
-        " {wildcards.client} {wildcards.stop} %s"
-    ) % (entry, rest)
+        (
+            "{PYTHON:q} scripts/ENTRY --out {output:q} --log {log:q}"
+            " --inputs {params.inputs:q} --options {params.options:q}"
+            " --cell {wildcards.workload} {wildcards.server} {wildcards.connections}"
+            " {wildcards.client} {wildcards.stop} REST"
+        )
+        .replace("ENTRY", entry)
+        .replace("REST", rest)
+    )
 
 
 def job_inputs(inputs) -> str:

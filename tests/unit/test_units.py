@@ -186,8 +186,8 @@ def test_records_written_under_the_old_field_names_read_as_todays(tmp_path: Path
     old = {renamed.get(k, k): v for k, v in today.items()}
     assert "round" not in old and old["load_generator"] == "wrk"
     frames = []
-    for name, record in (("old", old), ("today", today)):
-        (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    for name, written in (("old", old), ("today", today)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(written))
         frames.append(aggregate.to_frame(aggregate.load_records([tmp_path / f"{name}.json"], RUN_SCHEMA), RUN_SCHEMA))
     pd.testing.assert_frame_equal(frames[0], frames[1])
     assert frames[0].loc[0, "round"] == 2 and frames[0].loc[0, "client"] == "wrk"

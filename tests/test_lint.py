@@ -38,8 +38,8 @@ ACCEPTED_LINTS = {
     # The pipeline's software comes from its own lockfiles (requirements.txt, servers/package-lock.json)
     # through scripts/setup.sh; no conda channel or container registry is reachable where it runs.
     "Specify a conda environment or container for each rule.",
-    # PYTHON is the interpreter running Snakemake (sys.executable), not configuration; the measurement
-    # job's command text is part of every record's rerun trigger, so rewording it would re-measure all.
+    # PYTHON is the interpreter running Snakemake (sys.executable), not configuration; as a param it would
+    # be part of every record's rerun trigger, and a checkout moved to another path would re-measure all.
     "Shell command directly uses variable PYTHON from outside of the rule",
 }
 
@@ -49,5 +49,6 @@ def test_snakemake_lint_finds_nothing_but_the_accepted():
     titles = {
         line.strip()[2:].rstrip(":") for line in (res.stdout + res.stderr).splitlines() if line.startswith("    * ")
     }
-    assert titles, res.stdout + res.stderr  # the linter ran and reported what it reports
+    # The linter ran: it lists lints, or says there are none.
+    assert titles or "good condition" in res.stdout + res.stderr, res.stdout + res.stderr
     assert titles <= ACCEPTED_LINTS, titles - ACCEPTED_LINTS

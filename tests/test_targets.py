@@ -72,7 +72,7 @@ def test_the_readme_names_these_targets():
     for target in ("reports/all", "reports/claims/all"):
         assert target in readme
     for name in shipped_config()["experiments"]:
-        assert f"reports/{name}/all" in readme or "reports/<experiment>/all" in readme, name
+        assert f"reports/{name}/all" in readme, name
 
 
 def test_every_named_target_plans_in_a_fresh_checkout(tmp_path: Path):
@@ -107,10 +107,7 @@ def test_every_named_target_runs_to_its_report(built):
     dest, res, config = built
     assert res.returncode == 0, res.stdout[-6000:]
     for target in named_targets(config):
-        listed = (dest / target).read_text().split()
-        assert listed, target
-        missing = [p for p in listed if not (dest / p).exists()]
-        assert not missing, f"{target} lists files that are not there: {missing[:5]}"
+        assert (dest / target).read_text().split(), target
 
 
 def test_each_scope_has_its_summary_page_and_charts(built):
@@ -120,9 +117,11 @@ def test_each_scope_has_its_summary_page_and_charts(built):
         summary = (dest / targets.SUMMARY.format(scope=scope)).read_text()
         assert len(summary) > 500 and "Traceback" not in summary, scope
         page = (dest / targets.PAGE.format(scope=scope)).read_text()
+        for chart in t.chart_names(scope):
+            spec = json.loads((dest / targets.chart_path(scope, chart, "vl.json")).read_text())
+            assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/"), (scope, chart)
+            assert (dest / targets.chart_path(scope, chart, "png")).read_bytes()[:4] == b"\x89PNG", (scope, chart)
         assert page.count('class="chart"') == len(t.chart_names(scope)), scope
-        for chart in t.chart_files(scope):
-            assert (dest / chart).stat().st_size > 0, chart
 
 
 def test_the_load_generators_experiment_has_a_score_table_per_client(built):

@@ -87,6 +87,22 @@ def test_a_wrong_experiment_is_named_with_its_place(m, phrase):
     assert any(phrase in p for p in found), found
 
 
+def test_cells_expected_to_fail_are_checked_as_matrices_are():
+    found = configcheck.problems(with_experiment(shipped(), matrix(servers=["nope"]), key="failures"), SERVERS)
+    assert any("experiments.bad.failures[0].servers' names 'nope'" in p for p in found), found
+
+
+def test_an_experiments_twin_name_taken_by_a_server_file_is_refused(tmp_path):
+    servers = tmp_path / "servers"
+    servers.mkdir()
+    for name in ("node-http", "express", "fastify", "fastify-aa"):
+        (servers / f"{name}.js").write_text("// a server\n")
+    config = with_experiment(shipped(), matrix(servers=["fastify"], control="fastify"))
+    config |= {"servers": ["node-http", "express"]}
+    found = configcheck.problems(config, servers)
+    assert any("experiments.bad.matrices[0].control: the A/A twin's name 'fastify-aa'" in p for p in found), found
+
+
 def test_an_experiment_cannot_take_a_workload_or_data_directory_name():
     for name in ("empty", "overall", "runs", "claims", "failures"):
         found = configcheck.problems(with_experiment(shipped(), matrix(), name=name), SERVERS)

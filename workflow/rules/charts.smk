@@ -16,6 +16,6 @@ rule plot_chart:
         "data/logs/plot_chart/{scope}/{chart}.log",
     params:
         # The chart's caption for the report (workflow/report/charts/<chart>.rst, its figures filled in).
-        caption=lambda wc: caption(wc.chart),
+        caption=lambda wc: caption(wc.chart, workflow.basedir),
     script:
         "../../scripts/plot_chart.py"

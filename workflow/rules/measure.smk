@@ -26,5 +26,5 @@ rule measure_run:
         targets.job_command(
             "measure_run.py",
             "{wildcards.round} --attempt {resources.attempt}"
-            " --round {resources.round_position} {resources.round_size}",
+            " --place {resources.round_position} {resources.round_size}",
         )

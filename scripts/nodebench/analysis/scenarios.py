@@ -51,7 +51,7 @@ def cell_ratios(runs: pd.DataFrame, baseline: str = BASELINE) -> pd.DataFrame:
     for basis, (col, higher_better) in BASES.items():
         ratio = paired[col] / paired[f"{col}_base"] if higher_better else paired[f"{col}_base"] / paired[col]
         rows.append(paired[[*keys, "server"]].assign(basis=basis, pct=100.0 * ratio))
-    out = pd.concat(rows, ignore_index=True).rename(columns={"round": "round"})
+    out = pd.concat(rows, ignore_index=True)
     levels = out.groupby(["score_set", "workload"])["connections"].transform("nunique")
     out["cell"] = [cell_label(w, c, n) for w, c, n in zip(out["workload"], out["connections"], levels, strict=True)]
     return out[["score_set", *CELL, "cell", "server", "round", "basis", "pct"]]

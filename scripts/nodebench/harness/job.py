@@ -47,10 +47,12 @@ def parse(argv: list[str] | None = None) -> Job:
     p.add_argument("--out", required=True, type=Path, help="the file to write")
     p.add_argument("--log", required=True, type=Path)
     p.add_argument("--attempt", type=int, default=1, help="which attempt of this job, from 1")
-    p.add_argument("--round", nargs=2, type=int, default=(0, 0), metavar=("POSITION", "SIZE"), help="0 0: none")
+    p.add_argument(
+        "--place", nargs=2, type=int, default=(0, 0), metavar=("POSITION", "SIZE"), help="in its round; 0 0: none"
+    )
     a = p.parse_args(argv)
     workload, server, connections, client, stop, round_ = a.cell
-    position, size = a.round
+    position, size = a.place
     return Job(
         workload, server, int(connections), client, stop, int(round_), json.loads(a.inputs), json.loads(a.options),
         a.out, a.log, a.attempt, position or None, size or None,

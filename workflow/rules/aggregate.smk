@@ -1,6 +1,6 @@
 rule aggregate_runs:
     input:
-        records=scope_records,
+        records=lambda wc: T.scope_records(wc.scope),
         schema=targets.RUN_SCHEMA,
         code=code("aggregate_runs.py"),
     output:

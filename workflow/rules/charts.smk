@@ -1,7 +1,7 @@
 rule plot_chart:
     input:
-        unpack(chart_tables),
-        code=chart_code,
+        unpack(lambda wc: T.chart_tables(wc.scope, wc.chart)),
+        code=lambda wc: targets.chart_code(wc.chart),
     output:
         png=report(
             targets.chart_path("{scope}", "{chart}", "png"),

@@ -122,32 +122,8 @@ def workload_entry(wildcards):
     return repr(CATALOGUE[wildcards.workload])
 
 
-def scope_records(wildcards):
-    return T.scope_records(wildcards.scope)
-
-
-def reference_runs(wildcards):
-    return T.reference_runs(wildcards.scope)
-
-
-def chart_tables(wildcards):
-    return T.chart_tables(wildcards.scope, wildcards.chart)
-
-
 def summary_inputs(wildcards):
     return T.summary_inputs(wildcards.scope)
-
-
-def scope_outputs(wildcards):
-    return T.outputs(wildcards.scope)
-
-
-def chart_code(wildcards):
-    return targets.chart_code(wildcards.chart)
-
-
-def chart_specs(wildcards):
-    return T.chart_files(wildcards.scope, exts=["vl.json"])
 
 
 onstart:

@@ -1,7 +1,7 @@
 rule compute_metrics:
     input:
         runs=targets.table_path("{scope}", "runs"),
-        reference=reference_runs,
+        reference=lambda wc: T.reference_runs(wc.scope),
         code=code("compute_metrics.py"),
     output:
         metrics=targets.table_path("{scope}", "metrics"),

@@ -15,7 +15,7 @@ rule write_summary:
 rule build_index_page:
     input:
         unpack(summary_inputs),
-        specs=chart_specs,
+        specs=lambda wc: T.chart_files(wc.scope, exts=["vl.json"]),
         summary=targets.SUMMARY,
         code=code("build_index_page.py"),
     output:
@@ -37,7 +37,7 @@ rule build_index_page:
 
 rule list_outputs:
     input:
-        outputs=scope_outputs,
+        outputs=lambda wc: T.outputs(wc.scope),
         code=code("list_outputs.py"),
     output:
         manifest=targets.MANIFEST,

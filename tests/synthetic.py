@@ -154,8 +154,8 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
     rng = np.random.default_rng(seed)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     records = {}
-    for run in targets.all_runs():
-        workload, server, connections, client, stop, round_ = run
+    for run in targets.measured_runs():
+        _, workload, server, connections, client, stop, round_ = run
         rule = Stop.parse(stop)
         r = copy.deepcopy(templates[(client, rule.rule)])
         name, node = plan.runtime(server)

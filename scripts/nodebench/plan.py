@@ -2,8 +2,11 @@
 
 A cell is (workload, server, connections, load generator, stop); a run is a cell in one
 round. Round r measures every cell of its matrix once before any cell of round r + 1
-starts, in an order shuffled from config's `round_seed`, so slow drift of the machine
-lands on all servers alike and runs of the same round can be compared in pairs.
+starts. Within a round the cells of one comparison (a peer group: every server of one
+workload, connection count, client and stop, the A/A twin among them) run back to back,
+the groups and the servers in each shuffled from config's `round_seed`: so slow drift of
+the machine lands on all servers alike, and the two runs of a ratio are a few runs apart,
+not a round apart.
 
 Snakemake enforces the order through each measurement job's priority (higher runs
 first among ready jobs); the job itself reads its round position from here, not from a
@@ -40,6 +43,8 @@ MAJORS = {"express": "express4", "fastify": "fastify4"}
 SYSTEM_NODE = "system"
 #: Between a server's name and the Node.js major it runs on: express@node22.
 RUNTIME_MARK = "@node"
+#: The main matrix's block of runs (an experiment's block is its name).
+MAIN_BLOCK = "main"
 
 
 def twin(server: str) -> str:
@@ -144,38 +149,88 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
     return list(seen)
 
 
-def shuffled(cells: list[tuple], seed, round_: int) -> list[tuple]:
-    """One round's order: the cells sorted, then shuffled by a generator seeded with (seed, round)."""
-    order = sorted(cells, key=lambda c: tuple(map(str, c)))
-    random.Random(f"{seed}/{round_}").shuffle(order)
-    return order
+def peer_key(cell: tuple) -> tuple:
+    """What the cells of one comparison share: everything but the server (workload, connections, client, stop)."""
+    workload, _, connections, client, stop = cell
+    return (workload, connections, client, stop)
+
+
+def blocked(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
+    """One round's order as blocks: each peer group's cells back to back, the groups and each group's servers
+    shuffled by a generator seeded with (seed, round).
+
+    A ratio is taken between two servers of one peer group in one round, so its two runs
+    are at most one block apart in time (a block is a few runs), however large the round.
+    """
+    groups: dict[tuple, list[tuple]] = {}
+    for cell in sorted(cells, key=lambda c: tuple(map(str, c))):
+        groups.setdefault(peer_key(cell), []).append(cell)
+    rng = random.Random(f"{seed}/{round_}")
+    keys = list(groups)
+    rng.shuffle(keys)
+    out = []
+    for key in keys:
+        group = groups[key]
+        rng.shuffle(group)
+        out.append(group)
+    return out
 
 
 class Plan:
     """Every run of the main matrix and the experiments, numbered in the order they are measured.
 
-    runs maps (workload, server, connections, client, stop, round) to (index, position,
-    size): its place in the whole plan, its place in its round (from 1) and the round's
-    size. The main matrix comes first, round by round; then each experiment's runs that
-    the main matrix does not already have, round by round.
+    A run belongs to a *block*: the main matrix's (MAIN_BLOCK) or an experiment's (its
+    name). runs maps (block, workload, server, connections, client, stop, round) to
+    (index, position, size): its place in the whole plan, its place in its block's round
+    (from 1) and that round's size. Within a round a block measures each peer group back
+    to back (blocked()).
+
+    An experiment measures a peer group in its own block, unless an earlier block (the
+    main matrix, then the experiments in config order) measures every server of that group
+    in the same peer group and round: then it reads that block's runs, which were measured
+    side by side too. So a ratio's two runs always come from one peer group of one block
+    and round, never from two scopes' rounds (owner() says which block a scope's run is in).
     """
 
     def __init__(self, config: dict):
         self.runs: dict[tuple, tuple[int, int, int]] = {}
+        #: (block, peer key, round) -> the servers that block measures there.
+        self.groups: dict[tuple, set[str]] = {}
+        #: (scope block, workload, server, connections, client, stop, round) -> the block that measures it.
+        self.owners: dict[tuple, str] = {}
+        self.blocks: list[str] = []
         seed = config.get("round_seed", 1)
-        self._add(main_cells(config), config["rounds"], seed)
+        self._add(MAIN_BLOCK, main_cells(config), config["rounds"], seed)
         for name in config.get("experiments") or {}:
-            self._add(experiment_cells(config, name), experiment_rounds(config, name), f"{seed}/{name}")
+            self._add(name, experiment_cells(config, name), experiment_rounds(config, name), f"{seed}/{name}")
 
-    def _add(self, cells: list[tuple], rounds: int, seed) -> None:
+    def _add(self, block: str, cells: list[tuple], rounds: int, seed) -> None:
+        groups: dict[tuple, list[tuple]] = {}
+        for cell in cells:
+            groups.setdefault(peer_key(cell), []).append(cell)
         for r in range(1, rounds + 1):
-            fresh = [c for c in cells if (*c, r) not in self.runs]
-            for position, cell in enumerate(shuffled(fresh, seed, r), start=1):
-                self.runs[(*cell, r)] = (len(self.runs), position, len(fresh))
+            fresh = []
+            for key, members in groups.items():
+                servers = {c[1] for c in members}
+                owner = next((b for b in self.blocks if servers <= self.groups.get((b, key, r), set())), block)
+                for c in members:
+                    self.owners[(block, *c, r)] = owner
+                if owner == block:
+                    self.groups[(block, key, r)] = servers
+                    fresh += members
+            order = [c for group in blocked(fresh, seed, r) for c in group]
+            for position, cell in enumerate(order, start=1):
+                self.runs[(block, *cell, r)] = (len(self.runs), position, len(order))
+        self.blocks.append(block)
 
-    def find(self, workload, server, connections, client, stop, round_) -> tuple[int, int, int] | None:
+    def owner(self, scope_block: str, workload, server, connections, client, stop, round_) -> str:
+        """The block whose run a scope's run is: the scope's own, or an earlier block that measured its whole peer
+        group in that round."""
+        return self.owners[(scope_block, workload, server, int(connections), client, stop, int(round_))]
+
+    def find(self, block, workload, server, connections, client, stop, round_) -> tuple[int, int, int] | None:
         """A run's (index, position, size), from its cell as a path spells it (connections and round as text)."""
-        return self.runs.get((workload, server, int(connections), client, stop, int(round_)))
+        return self.runs.get((block, workload, server, int(connections), client, stop, int(round_)))
 
     def priority(self, *run) -> int:
         """Earlier in the plan, higher; a run asked for by path outside the plan comes after all of it."""

@@ -16,7 +16,7 @@ from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
 
 # --- The path table ----------------------------------------------------------------------
-RECORD = "data/runs/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.json"
+RECORD = "data/runs/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.json"
 FAILURE = "data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json"
 TABLE = "data/{scope}/{table}.parquet"
 SUMMARY = "reports/{scope}/summary.md"
@@ -42,9 +42,10 @@ CATALOGUE_MODULE = "scripts/nodebench/catalogue/workloads.py"
 OVERALL = "overall"
 
 
-def record_path(workload, server, connections, client, stop, round_) -> str:
+def record_path(block, workload, server, connections, client, stop, round_) -> str:
+    """A run's record, under the block that measured it (plan.MAIN_BLOCK or an experiment's name)."""
     cell = {"workload": workload, "server": server, "connections": connections, "client": client, "stop": stop}
-    return RECORD.format(**cell, round=round_)
+    return RECORD.format(block=block, **cell, round=round_)
 
 
 def failure_path(workload, server, connections, client, stop) -> str:
@@ -240,10 +241,14 @@ class Targets:
     def scope_records(self, scope: str) -> list[str]:
         """The run records a scope reports."""
         if scope in self.experiments:
-            found = self.experiment_runs(scope)
+            found, block = self.experiment_runs(scope), scope
         else:
-            found = [c for c in self.main_runs() if scope == OVERALL or c[0] == scope]
-        return [record_path(*c) for c in found]
+            found, block = [c for c in self.main_runs() if scope == OVERALL or c[0] == scope], plan.MAIN_BLOCK
+        return [record_path(self.plan.owner(block, *c), *c) for c in found]
+
+    def measured_runs(self) -> list[tuple]:
+        """Every run the plan measures, each once: (block, workload, server, connections, client, stop, round)."""
+        return list(self.plan.runs)
 
     def scope_workloads(self, scope: str) -> list[str] | None:
         """The workloads a scope's metrics keep (None: every workload it measured)."""

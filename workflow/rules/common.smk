@@ -86,7 +86,7 @@ def failure_inputs(wildcards):
 
 
 def _run(w):
-    return w.workload, w.server, w.connections, w.client, w.stop, w.round
+    return w.block, w.workload, w.server, w.connections, w.client, w.stop, w.round
 
 
 def measure_priority(wildcards):
@@ -145,6 +145,7 @@ wildcard_constraints:
     workload="|".join(map(re.escape, sorted({c[0] for c in _runs}))),
     connections=r"\d+",
     round=r"\d+",
+    block="|".join(map(re.escape, [plan.MAIN_BLOCK, *EXPERIMENTS])),
     client="|".join(CLIENTS),
     stop=r"\d+(\.\d+)?s|\d+req",
     scope="|".join(map(re.escape, SCOPES)),

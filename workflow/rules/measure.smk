@@ -4,7 +4,7 @@ rule measure_run:
     output:
         record=targets.RECORD,
     log:
-        "data/logs/measure/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.log",
+        "data/logs/measure/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.log",
     priority: measure_priority
     # A cell whose processes did not start is measured once more; a failed check is not
     # (the job fails at once on its second attempt; scripts/nodebench/harness/attempts.py).

@@ -81,7 +81,7 @@ def test_a_jobs_database_admits_only_that_job(project: Path, tmp_path: Path, mon
     # Nothing of the test's own may supply a password: neither the environment nor a password file.
     monkeypatch.delenv("PGPASSWORD", raising=False)
     monkeypatch.setenv("PGPASSFILE", str(tmp_path / "no-such-passfile"))
-    target = "data/runs/point-lookup/node-http/c10/wrk-4s/r1.json"
+    target = "data/runs/main/point-lookup/node-http/c10/wrk-4s/r1.json"
     cmd = [sys.executable, "-m", "snakemake", "--cores", "1", target, "--config", "servers=[node-http]"]
     job = subprocess.Popen(cmd, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -143,7 +143,7 @@ def test_no_password_from_a_dsn_is_kept(tmp_path: Path):
         config = TINY_CONFIG.replace("database:\n  rows: 20000\n", f"database:\n  rows: 20000\n  dsn: '{dsn}'\n")
         proj = make_project(tmp_path / "dsn", config)
         env = {k: v for k, v in os.environ.items() if k != "PGPASSWORD"}
-        target = "data/runs/point-lookup/express/c10/wrk-1s/r1.json"
+        target = "data/runs/main/point-lookup/express/c10/wrk-1s/r1.json"
         res = snakemake(proj, target, "--config", "servers=[express]", env=env)
     assert res.returncode == 0, res.stdout[-3000:]
     assert password not in res.stdout

@@ -187,7 +187,7 @@ def test_the_printed_measurement_command_is_the_job(project: Path):
             wc["workload"], wc["server"], int(wc["connections"]), wc["client"], wc["stop"], int(wc["round"]),
         )  # fmt: skip
         cell = f"{wc['workload']}/{wc['server']}/c{wc['connections']}/{wc['client']}-{wc['stop']}"
-        assert j.out == Path(f"data/runs/{cell}/r{wc['round']}.json")
+        assert j.out == Path(f"data/runs/{wc['block']}/{cell}/r{wc['round']}.json")
         assert j.attempt == 1 and j.round_size == 8 and 1 <= j.round_position <= 8
         assert all((project / path).exists() for path in j.inputs.values()), j.inputs
         assert j.options["warmup_s"] == 1 and j.options["database"]["dsn"] == ""
@@ -295,7 +295,7 @@ def test_study_measures_counts_and_other_clients(study: Path):
 
 
 def test_study_reuses_the_main_matrix_cell(study: Path):
-    shared = "data/runs/point-lookup/fastify/c10/wrk-1s/r1.json"
+    shared = "data/runs/main/point-lookup/fastify/c10/wrk-1s/r1.json"
     assert shared in (study / "reports" / "all").read_text().split()
     assert shared in (study / "reports" / "tiny-study" / "all").read_text().split()
     assert "Nothing to be done" in snakemake(study, "--dry-run", "reports/tiny-study/all").stdout

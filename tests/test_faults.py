@@ -69,7 +69,7 @@ def test_wrong_answer_fails_before_measuring(project: Path):
     assert_failed(res, "differs from what the database holds")
     assert (
         "warm-up done"
-        not in (project / "data/logs/measure/point-lookup/wrong-row/c10/autocannon-1s/r1.log").read_text()
+        not in (project / "data/logs/measure/main/point-lookup/wrong-row/c10/autocannon-1s/r1.log").read_text()
     )
     assert not record(project, "wrong-row").exists()
 
@@ -133,7 +133,7 @@ def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
     rec = record(project, "fastify", client="wrk")  # the main matrix's cell
     saved = rec.read_bytes()
     # As if the run had been interrupted before this cell and everything downstream of it.
-    log = project / "data/logs/measure/point-lookup/fastify/c10/wrk-1s/r1.log"
+    log = project / "data/logs/measure/main/point-lookup/fastify/c10/wrk-1s/r1.log"
     downstream = ("data/overall/runs.parquet", "reports/overall/summary.md", "reports/all")
     for path in [rec, log, *(project / p for p in downstream)]:
         path.unlink()
@@ -218,7 +218,7 @@ def test_existing_server_through_a_dsn(tmp_path: Path, external_postgres: int):
     assert_failed(res, "already holds 1 rows that are not the benchmark's seed", "refusing to overwrite")
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("DELETE FROM users")
-    target = "data/runs/point-lookup/express/c10/autocannon-1s/r1.json"
+    target = "data/runs/main/point-lookup/express/c10/autocannon-1s/r1.json"
     res = snakemake(proj, target, "--config", "servers=[express]")
     assert res.returncode == 0, res.stdout[-3000:]
     rec = json.loads((proj / target).read_text())

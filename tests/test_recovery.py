@@ -225,11 +225,11 @@ def test_a_record_is_written_whole_or_not_at_all(tmp_path: Path):
 
 
 def record(project: Path, server: str, connections: int = 10) -> Path:
-    return project / f"data/runs/empty/{server}/c{connections}/wrk-1s/r1.json"
+    return project / f"data/runs/main/empty/{server}/c{connections}/wrk-1s/r1.json"
 
 
 def job_log(project: Path, server: str, connections: int = 10) -> Path:
-    return project / f"data/logs/measure/empty/{server}/c{connections}/wrk-1s/r1.log"
+    return project / f"data/logs/measure/main/empty/{server}/c{connections}/wrk-1s/r1.log"
 
 
 def read(path: Path) -> str:
@@ -350,7 +350,7 @@ def test_a_transient_failure_is_retried_once_and_a_failed_check_is_not(faulty):
         capture_output=True,
         text=True,
     ).stdout.splitlines()
-    assert len(out) == 1 and out[0].startswith("data/logs/measure/empty/impostor/c10/wrk-1s/r1.log:")
+    assert len(out) == 1 and out[0].startswith("data/logs/measure/main/empty/impostor/c10/wrk-1s/r1.log:")
     assert "says it is 'express', not 'impostor'" in out[0]
     assert not leftovers(project)
 

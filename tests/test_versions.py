@@ -189,7 +189,7 @@ def test_an_unknown_version_is_refused_before_anything_runs(project: Path):
 
 def test_a_cell_on_an_installed_major_runs_on_that_binary_and_says_so(project: Path):
     system_before = subprocess.run(["node", "--version"], capture_output=True, text=True).stdout
-    record = project / "data/runs/empty/node-http@node22/c10/wrk-1s/r1.json"
+    record = project / "data/runs/main/empty/node-http@node22/c10/wrk-1s/r1.json"
     res = snakemake(project, str(record.relative_to(project)), "--config", "node_versions=[system,22]", timeout=900)
     assert res.returncode == 0, res.stdout[-4000:]
     r = json.loads(record.read_text())

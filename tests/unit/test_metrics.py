@@ -203,10 +203,40 @@ def test_the_a_a_twin_sets_the_noise_floor_of_its_peers():
     empty = got.loc["empty"]
     assert np.allclose(empty["aa_cost"], 1.02) and (empty["aa_pairs"] == 3).all()
     assert empty.loc["fastify", "noise_floor"] == pytest.approx(0.04)
-    # fastify at 0.19-0.21x express is far beyond 4 %; express against itself is not.
-    assert bool(empty.loc["fastify", "beyond_noise_vs_express"])
-    assert not bool(empty.loc["express", "beyond_noise_vs_express"])
-    # On list, node-http and fastify differ by 1.3 %: inside the 4 % the twin moved.
-    assert not bool(got.loc[("list", "fastify"), "beyond_noise_vs_node_http"])
+    assert empty.loc["fastify", "noise_floor_log"] == pytest.approx(np.log(1.04))
+    # fastify at 0.19-0.21x express is far beyond 4 %; express against itself is inside the 5 % margin.
+    assert empty.loc["fastify", "outcome_vs_express"] == "cheaper"
+    assert empty.loc["express", "outcome_vs_express"] == "equivalent"
+    # On list, node-http and fastify differ by 1.3 %: inside the 4 % the twin moved, so never cheaper or costlier.
+    assert got.loc[("list", "fastify"), "outcome_vs_node_http"] in {"equivalent", "inconclusive"}
     # The twin is not ranked.
     assert "node-http-aa" not in set(metrics.geomean_scores(got.reset_index())["server"])
+
+
+def test_the_floor_is_on_a_log_scale_so_a_ratio_inside_the_twins_own_reach_is_not_cheaper():
+    """The A/A twin reached 0.80: a comparison at 0.82 lies inside that (the old 1/(1 + 0.20) = 0.833 called it
+    beyond); at 0.78 it lies beyond."""
+    rounds = [1, 2, 3]
+    base = pd.DataFrame({"round": rounds, "us_per_req_elu": 100.0})
+    twin = base.assign(us_per_req_elu=[80.0, 100.0, 100.0])
+
+    def cost(server_ratio: float) -> str:
+        runs = pd.concat(
+            [
+                base.assign(server="node-http"),
+                twin.assign(server="node-http-aa"),
+                base.assign(server="fastify", us_per_req_elu=[100 * server_ratio * f for f in (0.99, 1.0, 1.01)]),
+            ],
+            ignore_index=True,
+        )
+        runs = runs.assign(
+            workload="empty", connections=50, client="wrk", stopping_rule="duration", stop="5s",
+            req_per_s=1e4, us_per_req_cpu=runs["us_per_req_elu"], latency_p50_ms=1.0, latency_p99_ms=2.0,
+            elu_utilization=0.99, client_cpu_util=0.5, client_cpu_capacity=1.0, preempted=False, cpu_model="x",
+        )  # fmt: skip
+        got = metrics.compute_metrics(runs).set_index("server")
+        assert got.loc["fastify", "noise_floor"] == pytest.approx(0.25)
+        return got.loc["fastify", "outcome_vs_node_http"]
+
+    assert cost(0.82 / 0.99) == "inconclusive"  # lowest pair 0.82 ... highest 0.83: inside the twin's 1/1.25
+    assert cost(0.76 / 1.01) == "cheaper"  # 0.744-0.76: wholly below 0.80

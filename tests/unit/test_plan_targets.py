@@ -22,8 +22,8 @@ def tiny(**overrides) -> dict:
 
 
 def test_a_record_path_names_every_part_of_its_run():
-    path = targets.record_path("empty", "express@node22", 50, "wrk", "5s", 3)
-    assert path == "data/runs/empty/express@node22/c50/wrk-5s/r3.json"
+    path = targets.record_path("main", "empty", "express@node22", 50, "wrk", "5s", 3)
+    assert path == "data/runs/main/empty/express@node22/c50/wrk-5s/r3.json"
     failure = targets.failure_path("block", "express", 50, "ab", "200req")
     assert failure == "data/failures/block/express/c50/ab-200req.json"
 
@@ -32,7 +32,7 @@ def test_a_scope_lists_its_records_tables_reports_and_charts():
     t = targets.Targets(tiny())
     outputs = t.outputs("overall")
     assert [p for p in outputs if p.startswith("data/runs/")] == [
-        targets.record_path("empty", s, 10, "wrk", "5s", r) for s in ("node-http", "express") for r in (1, 2)
+        targets.record_path("main", "empty", s, 10, "wrk", "5s", r) for s in ("node-http", "express") for r in (1, 2)
     ]
     assert {"data/overall/runs.parquet", "data/overall/metrics.parquet", "data/overall/scores.parquet"} <= set(outputs)
     assert {"reports/overall/summary.md", "reports/overall/index.html"} <= set(outputs)

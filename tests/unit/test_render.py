@@ -229,14 +229,22 @@ def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_n
     assert title == "# Summary"
     assert first == (
         "- **point-lookup** at 50 connections: fastify costs 0.42x express's event-loop CPU per request "
-        "(0.40–0.44, beyond noise) and 0.84x node-http's (0.83–0.85, beyond noise); "
-        "node-http 0.50x express's (0.48–0.52, beyond noise); "
-        "express-lean 1.00x express's (0.99–1.01, within noise) and 2.00x node-http's (1.94–2.06, beyond noise); "
-        "express 2.00x node-http's (1.92–2.08, beyond noise); "
-        "intervals over paired rounds, n=3: min-max, 75 %; A/A noise floor 2.0 %."
+        "(0.40–0.44, cheaper) and 0.84x node-http's (0.83–0.85, cheaper); "
+        "node-http 0.50x express's (0.48–0.52, cheaper); "
+        "express-lean 1.00x express's (0.99–1.01, equivalent within ±5 %) and 2.00x node-http's (1.94–2.06, costlier); "
+        "express 2.00x node-http's (1.92–2.08, costlier); "
+        "intervals over paired rounds, n=3: min-max, 75 %; "
+        "A/A noise floor 2.0 % on a log scale (between 0.98x and 1.02x)."
     )
+    # Then how the comparisons were decided, all together.
+    decided = text.split("\n\n")[2]
+    assert decided.startswith(
+        "Outcomes of the 6 cost ratios with an interval: 3 cheaper, 2 costlier, 1 equivalent within ±5 %, "
+        "0 inconclusive."
+    ), decided
+    assert "6 comparisons, each interval covering its own median ratio with at least 75 %" in decided
     # Then the machine: the control's own CPU per request with its interval, the CPU model, the dates.
-    state = text.split("\n\n")[2]
+    state = text.split("\n\n")[3]
     assert state.startswith("**Machine state**: the A/A control, node-http, at the headline connections: 177.6 µs")
     assert "(n=3: min-max, 75 %)" in state and "CPU Synthetic CPU" in state and "3 rounds" in state
 
@@ -249,7 +257,7 @@ def test_one_round_prints_no_interval_and_says_so():
         "- **point-lookup** at 50 connections: fastify costs 0.40x express's event-loop CPU per request "
         "(n=1: no interval) and 0.83x node-http's (n=1: no interval);"
     )
-    assert "one round each, so no interval and no verdict against the noise floor" in first
+    assert "one round each, so no interval and no outcome" in first
     assert "–" not in first and "beyond" not in first and "within" not in first
     fastify = next(line for line in text.splitlines() if line.startswith("| fastify |"))
     assert "[" not in fastify and "| 1 | 148.0 |" in fastify
@@ -259,7 +267,7 @@ def test_one_round_prints_no_interval_and_says_so():
 def test_a_matrix_without_express_or_node_http_says_what_is_missing():
     runs = known_ratio_runs()
     without_express = summary_of(runs[runs["server"] != "express"]).split("\n\n")[1]
-    assert "fastify costs 0.84x node-http's event-loop CPU per request (0.83–0.85, beyond noise)" in without_express
+    assert "fastify costs 0.84x node-http's event-loop CPU per request (0.83–0.85, cheaper)" in without_express
     assert "express was not measured, so there are no ratios against it" in without_express
     alone = runs[runs["server"].isin(["fastify", "express-lean"])]
     text = summary_of(alone)

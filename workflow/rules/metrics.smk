@@ -9,6 +9,7 @@ rule compute_metrics:
         "data/logs/compute_metrics/{scope}.log",
     params:
         workloads=lambda wc: T.scope_workloads(wc.scope),
+        margin=config["equivalence_margin"],
     script:
         "../../scripts/compute_metrics.py"
 
@@ -71,5 +72,7 @@ rule compute_versions:
         "data/logs/compute_versions/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, filter(T.versioned, EXPERIMENTS))) or "(?!)",
+    params:
+        margin=config["equivalence_margin"],
     script:
         "../../scripts/compute_versions.py"

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 
-from nodebench.analysis import intervals
+from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.verdict import verdict
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
 from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
@@ -30,6 +30,7 @@ RUN_COLUMNS = [
     "db_cpu_util",
     "preempted",
     "cpu_model",
+    "started_at",
     *FIGURES,
 ]
 
@@ -47,6 +48,10 @@ class Samples:
         self.keys = grouped.size().reset_index()[CELL]
         self.cell = grouped.ngroup().to_numpy()
         self.rounds, self.place = np.unique(runs["round"].to_numpy(), return_inverse=True)
+        if "started_at" in runs and "_started_s" not in runs:
+            # When each run started, in seconds from the first: how far apart a pair's two runs were measured.
+            started = pd.to_datetime(runs["started_at"], utc=True, format="ISO8601", errors="coerce")
+            runs = runs.assign(_started_s=(started - started.min()).dt.total_seconds())
         self.runs = runs
 
     def __call__(self, figure: str, dtype=float, fill=np.nan) -> np.ndarray:
@@ -142,8 +147,9 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
     The ratio of each round is taken from the two runs of that round, so drift of the
     machine between rounds cancels; the median over rounds and its order-statistic
     interval (intervals.median_interval) describe them. Also: how many rounds were
-    paired, the interval's coverage, and how many pairs were measured by different
-    Snakemake sessions (not back to back).
+    paired, the interval's coverage, how many pairs were measured by different
+    Snakemake sessions (not back to back), and how far apart in time the two runs of its
+    pairs started (gap_s_<prefix>: the median over its pairs; gap_s_<prefix>_max: the largest).
     """
     has = partner >= 0
     rows, other = np.flatnonzero(has), partner[has]
@@ -163,6 +169,15 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
         a, b = session[rows], session[other]
         crossed[rows] = ((a >= 0) & (b >= 0) & (a != b)).sum(axis=1)
     out[f"cross_session_{prefix}"] = crossed
+    gap = np.full(len(partner), np.nan)
+    gap_max = np.full(len(partner), np.nan)
+    if "_started_s" in samples.runs:
+        start = samples("_started_s")
+        apart = np.abs(start[rows] - start[other])
+        some = ~np.isnan(apart).all(axis=1) if len(rows) else np.zeros(0, dtype=bool)
+        gap[rows[some]] = np.nanmedian(apart[some], axis=1)
+        gap_max[rows[some]] = np.nanmax(apart[some], axis=1)
+    out[f"gap_s_{prefix}"], out[f"gap_s_{prefix}_max"] = gap, gap_max
     return out
 
 
@@ -175,20 +190,24 @@ def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None 
     return cells.merge(samples.keys.assign(**cols), on=CELL, how="left")
 
 
-def add_noise_floor(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
-    """The A/A control's paired cost ratio (its twin over itself) beside every cell with the same peers.
+def add_noise_floor(
+    cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None, margin: float = outcomes.DEFAULT_MARGIN
+) -> pd.DataFrame:
+    """The A/A control's paired cost ratio (its twin over itself) beside every cell with the same peers, and each
+    cost ratio's outcome against it.
 
-    noise_floor is the relative distance from 1 that the A/A ratio's interval reaches:
-    on this machine, in this run, two identical servers differed by up to this much.
-    A cost ratio is beyond_noise_vs_<baseline> when its whole interval lies beyond
-    1 +- noise_floor (on a log scale: below 1/(1+f) or above 1+f).
+    noise_floor_log is the largest |log| that the A/A ratio's median or interval reached: on
+    this machine, in this run, two identical servers differed by up to this much;
+    noise_floor is the same as a relative difference (exp - 1), so 0.80 gives 0.25 (1/1.25).
+    outcome_vs_<baseline> is outcomes.decide() of the cost ratio's interval against that
+    floor and the declared equivalence margin: cheaper, costlier, equivalent or inconclusive.
     """
     samples = Samples(runs) if samples is None else samples
     # A twin on each Node.js the control runs on (node-http-aa@node22 repeats node-http@node22); the pipeline's
     # own Node.js last, so its A/A ratio is the one shown. The floor of a peer group is the widest of its twins'.
     names = {s for s in samples.keys["server"].astype(str) if is_twin(s)}
     twins = sorted(names, key=lambda s: (runtime(s)[1] == SYSTEM_NODE, s))
-    floor = {"aa_cost": np.nan, "aa_cost_lo": np.nan, "aa_cost_hi": np.nan, "aa_pairs": 0, "noise_floor": np.nan}
+    floor = {"aa_cost": np.nan, "aa_cost_lo": np.nan, "aa_cost_hi": np.nan, "aa_pairs": 0, "noise_floor_log": np.nan}
     out = cells.assign(**floor)
     for twin in twins:
         control = runtime(twin)[0][: -len(TWIN_SUFFIX)]
@@ -201,21 +220,17 @@ def add_noise_floor(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | 
             aa_cost_hi=ratios["cost_aa_hi"][twin_rows],
             aa_pairs=ratios["pairs_aa"][twin_rows],
         )
-        aa = aa.assign(
-            noise_floor=np.fmax(
-                np.abs(aa["aa_cost"] - 1), np.fmax(np.abs(aa["aa_cost_lo"] - 1), np.abs(aa["aa_cost_hi"] - 1))
-            )
-        )
+        aa = aa.assign(noise_floor_log=outcomes.log_floor(aa["aa_cost"], aa["aa_cost_lo"], aa["aa_cost_hi"]))
         merged = out[PEERS].merge(aa, on=PEERS, how="left")
-        widest = np.fmax(merged["noise_floor"].to_numpy(dtype=float), out["noise_floor"].to_numpy(dtype=float))
+        widest = np.fmax(merged["noise_floor_log"].to_numpy(dtype=float), out["noise_floor_log"].to_numpy(dtype=float))
         for col in floor:
             out[col] = np.where(merged[col].notna(), merged[col], out[col])
-        out["noise_floor"] = widest
+        out["noise_floor_log"] = widest
+    out["noise_floor"] = outcomes.relative(out["noise_floor_log"])
+    out["equivalence_margin"] = float(margin)
     for name in BASELINES.values():
-        f = out["noise_floor"]
-        lo, hi = out[f"cost_{name}_lo"], out[f"cost_{name}_hi"]
-        beyond = (hi < 1 / (1 + f)) | (lo > 1 + f)
-        out[f"beyond_noise_{name}"] = beyond.where(f.notna() & lo.notna()).astype("boolean")
+        decided = outcomes.decide(out[f"cost_{name}_lo"], out[f"cost_{name}_hi"], out["noise_floor_log"], margin)
+        out[f"outcome_{name}"] = pd.Series(decided, index=out.index, dtype=object)
     return out
 
 
@@ -275,12 +290,12 @@ def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def compute_metrics(runs: pd.DataFrame) -> pd.DataFrame:
-    """The whole per-cell metrics table, typed and sorted."""
+def compute_metrics(runs: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN) -> pd.DataFrame:
+    """The whole per-cell metrics table, typed and sorted; margin is config's equivalence_margin."""
     samples = Samples(runs)
     cells = cell_table(runs, samples)
     cells = add_ratios(cells, runs, samples)
-    cells = add_noise_floor(cells, runs, samples)
+    cells = add_noise_floor(cells, runs, samples, margin)
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
     cells = pd.concat([cells, verdict(cells)], axis=1)

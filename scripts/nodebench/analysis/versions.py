@@ -10,15 +10,16 @@ order-statistic interval of intervals.median_interval:
 - **major**: a framework's current major against its previous one on the same Node.js,
   the configurations of MAJORS: express / express4, fastify / fastify4.
 
-Each ratio is set against the A/A noise floor of its workload (metrics' noise_floor: how
-far apart the A/A control's two names came on this machine, in this run). A change is
-beyond the noise when its whole interval lies beyond 1 +- the floor.
+Each ratio is set against the A/A noise floor of its workload (metrics' noise_floor_log:
+how far apart, on a log scale, the A/A control's two names came on this machine, in this
+run) and ends in one of outcomes.OUTCOMES: cheaper, costlier, equivalent within the
+declared margin, or inconclusive.
 """
 
 import numpy as np
 import pandas as pd
 
-from nodebench.analysis import intervals
+from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.metrics import PEERS, Samples, paired_ratios
 from nodebench.plan import MAJORS, SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
@@ -31,8 +32,8 @@ MAJOR_NAMES = {"express": "Express 5", "express4": "Express 4", "fastify": "Fast
 COLUMNS = [
     "kind", "server", "node", "compared_to", "workload", "connections", "client", "stop",
     "ratio", "ratio_lo", "ratio_hi", "throughput_ratio", "pairs", "coverage", "interval",
-    "us_per_req", "us_per_req_compared", "noise_floor", "beyond_noise",
-    "preempted_runs", "preempted_runs_compared", "pair_gap_min",
+    "us_per_req", "us_per_req_compared", "noise_floor", "noise_floor_log", "outcome", "equivalence_margin",
+    "preempted_runs", "preempted_runs_compared", "pair_gap_min", "pair_gap_max_min",
 ]  # fmt: skip
 
 
@@ -54,7 +55,9 @@ def reference_node(names: list[tuple[str, str]], wanted: str = REFERENCE_NODE) -
     return wanted if not majors or int(wanted) in majors else str(majors[0])
 
 
-def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_NODE) -> pd.DataFrame:
+def table(
+    runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_NODE, margin: float = outcomes.DEFAULT_MARGIN
+) -> pd.DataFrame:
     """Every node and major comparison the runs allow: one row per cell and comparison (COLUMNS)."""
     if runs.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -64,13 +67,6 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_
     reference = reference_node(names, reference)
     cost = samples("us_per_req_elu")
     median_cost = intervals.median_interval(cost)[0]
-    # When each run started, in seconds: how far apart a pair's two runs were measured.
-    if "started_at" in runs:
-        started = pd.to_datetime(runs["started_at"].astype(str), utc=True, format="ISO8601")
-        samples.runs = runs.assign(_started_s=(started - started.min()).dt.total_seconds())
-        start = samples("_started_s")
-    else:
-        start = np.full(cost.shape, np.nan)
     preempted = _preempted(metrics, keys)
     comparisons = {
         # Another major of Node.js against the reference, the same server.
@@ -109,30 +105,25 @@ def table(runs: pd.DataFrame, metrics: pd.DataFrame, reference: str = REFERENCE_
             us_per_req_compared=median_cost[partner[has]],
             preempted_runs=preempted[has],
             preempted_runs_compared=preempted[partner[has]],
-            pair_gap_min=_median_rows(np.abs(start[has] - start[partner[has]])) / 60,
+            pair_gap_min=ratios[f"gap_s_{kind}"][has] / 60,
+            pair_gap_max_min=ratios[f"gap_s_{kind}_max"][has] / 60,
         )
         parts.append(rows)
     if not parts:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.concat(parts, ignore_index=True).merge(floors, on=PEERS, how="left")
     out["interval"] = [intervals.describe(int(n)) for n in out["pairs"]]
-    f = out["noise_floor"]
-    beyond = (out["ratio_hi"] < 1 / (1 + f)) | (out["ratio_lo"] > 1 + f)
-    out["beyond_noise"] = beyond.where(f.notna() & out["ratio_lo"].notna()).astype("boolean")
+    out["noise_floor"] = outcomes.relative(out["noise_floor_log"])
+    out["equivalence_margin"] = float(margin)
+    out["outcome"] = pd.Series(
+        outcomes.decide(out["ratio_lo"], out["ratio_hi"], out["noise_floor_log"], margin), index=out.index, dtype=object
+    )
     out = out.astype({"workload": str, "client": str, "stop": str})
     return (
         out[COLUMNS]
         .sort_values(["kind", "server", "workload", "connections", "node"], kind="stable")
         .reset_index(drop=True)
     )
-
-
-def _median_rows(values: np.ndarray) -> np.ndarray:
-    """Each row's median over its non-NaN values; NaN for a row without any (no warning)."""
-    out = np.full(len(values), np.nan)
-    some = ~np.isnan(values).all(axis=1)
-    out[some] = np.nanmedian(values[some], axis=1)
-    return out
 
 
 def _preempted(metrics: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
@@ -148,9 +139,9 @@ def _preempted(metrics: pd.DataFrame, keys: pd.DataFrame) -> np.ndarray:
 
 def _noise_floors(metrics: pd.DataFrame) -> pd.DataFrame:
     """Per peer group (workload, connections, client, stop), the A/A noise floor the metrics found there."""
-    if "noise_floor" not in metrics:
-        return pd.DataFrame(columns=[*PEERS, "noise_floor"])
-    floors = metrics[[*PEERS, "noise_floor"]].dropna(subset=["noise_floor"])
+    if "noise_floor_log" not in metrics:
+        return pd.DataFrame(columns=[*PEERS, "noise_floor_log"])
+    floors = metrics[[*PEERS, "noise_floor_log"]].dropna(subset=["noise_floor_log"])
     floors = floors.astype(dict.fromkeys(["workload", "client", "stopping_rule", "stop"], str))
     return floors.drop_duplicates(subset=PEERS)
 
@@ -159,41 +150,36 @@ def _phrase(row) -> str:
     return f"{row.ratio:.2f}x [{row.ratio_lo:.2f}-{row.ratio_hi:.2f}] on {row.workload}"
 
 
-def sentences(t: pd.DataFrame) -> list[str]:
-    """One generated sentence per server and comparison, saying where the change is beyond the A/A noise floor."""
+def sentences(t: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN) -> list[str]:
+    """One generated sentence per server and comparison, giving each comparison's outcome (outcomes.OUTCOMES)."""
     out = []
     for (kind, server, _), rows in t.groupby(["kind", "server", t["node"].where(t["kind"] == "major", "")], sort=True):
         rows = rows.dropna(subset=["ratio"])
         if rows.empty:
             continue
-        beyond = rows[rows["beyond_noise"].fillna(False).astype(bool)]
         floor = rows["noise_floor"].dropna()
         floor_text = (
-            f"the A/A noise floor (up to {floor.max() * 100:.1f} %)"
+            f"against the A/A noise floor (up to {floor.max() * 100:.1f} %) and an equivalence margin of "
+            f"±{margin * 100:.0f} %"
             if len(floor)
-            else "an A/A noise floor (none measured)"
+            else f"with no A/A noise floor measured, and an equivalence margin of ±{margin * 100:.0f} %"
         )
+
+        def said(r) -> str:
+            return f"{_phrase(r)}: {outcomes.phrase(r.outcome if isinstance(r.outcome, str) else None, margin)}"
+
         if kind == "node":
             lead = f"**{server}**, CPU per request against Node.js {rows['compared_to'].iloc[0]}: " + "; ".join(
-                f"Node.js {node}: " + ", ".join(_phrase(r) for r in grp.itertuples())
+                f"Node.js {node}: " + ", ".join(said(r) for r in grp.itertuples())
                 for node, grp in rows.groupby("node", sort=False)
             )
-            where = [f"Node.js {r.node} on {r.workload} ({'cheaper' if r.ratio < 1 else 'dearer'})"
-                     for r in beyond.itertuples()]  # fmt: skip
         else:
             old = MAJOR_NAMES.get(rows["compared_to"].iloc[0], rows["compared_to"].iloc[0])
             new = MAJOR_NAMES.get(server, server)
             lead = f"**{old} to {new}** ({node_label(rows['node'].iloc[0])}), CPU per request: " + ", ".join(
-                _phrase(r) for r in rows.itertuples()
+                said(r) for r in rows.itertuples()
             )
-            where = [f"{r.workload} ({'cheaper' if r.ratio < 1 else 'dearer'})" for r in beyond.itertuples()]
-        if where:
-            rest = "; within it elsewhere" if len(where) < len(rows) else ""
-            verdict = f"beyond {floor_text} for {', '.join(where)}{rest}."
-        elif rows["beyond_noise"].isna().all():
-            verdict = "no A/A noise floor was measured for these cells, so there is no verdict against noise."
-        else:
-            verdict = f"every change is within {floor_text}: not distinguishable from noise on this machine."
+        verdict = f"each outcome is decided from its interval {floor_text}."
         caveats = []
         spoiled = rows[(rows["preempted_runs"] > 0) | (rows["preempted_runs_compared"] > 0)]
         if len(spoiled):
@@ -206,8 +192,7 @@ def sentences(t: pd.DataFrame) -> list[str]:
         if len(apart):
             caveats.append(
                 f"{len(apart)} of them {'pairs' if len(apart) == 1 else 'pair'} runs measured up to a median of "
-                f"{apart['pair_gap_min'].max():.0f} min apart "
-                "(a cell the main matrix shares is measured in its rounds first), not back to back"
+                f"{apart['pair_gap_min'].max():.0f} min apart, not back to back"
             )
         tail = "".join(f" {c[0].upper()}{c[1:]}." for c in caveats)
         out.append(f"{lead}. {verdict[0].upper()}{verdict[1:]}{tail}")

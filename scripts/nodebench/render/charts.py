@@ -133,10 +133,8 @@ def _cost_panel(head: pd.DataFrame, baseline: str, scale: alt.Scale) -> alt.Laye
         hi=d[f"cost_{name}_hi"],
         pairs=d[f"pairs_{name}"],
         interval=[describe(int(n)) for n in d[f"pairs_{name}"]],
-        beyond_noise=d[f"beyond_noise_{name}"]
-        .astype(object)
-        .map(lambda v: "no A/A control or no interval" if pd.isna(v) else ("yes" if v else "no")),
-    )[["workload", "server", "connections", "ratio", "lo", "hi", "pairs", "interval", "beyond_noise", "bound"]]
+        outcome=d[f"outcome_{name}"].astype(object).map(lambda v: v if isinstance(v, str) else "no interval"),
+    )[["workload", "server", "connections", "ratio", "lo", "hi", "pairs", "interval", "outcome", "bound"]]
     workloads = _workloads(head)
     x = alt.X("workload:N").sort(workloads).axis(labelAngle=0).title(None)
     y_title = f"CPU per request / {baseline}'s (x, log scale)"
@@ -177,7 +175,7 @@ def _cost_panel(head: pd.DataFrame, baseline: str, scale: alt.Scale) -> alt.Laye
                 alt.Tooltip("lo:Q", format=".3f"),
                 alt.Tooltip("hi:Q", format=".3f"),
                 "interval",
-                alt.Tooltip("beyond_noise:N", title="beyond the noise floor"),
+                alt.Tooltip("outcome:N", title="outcome"),
                 "bound",
             ],
         )

@@ -9,6 +9,7 @@ from datetime import datetime
 
 import pandas as pd
 
+from nodebench.analysis import outcomes
 from nodebench.analysis import scenarios as sc
 from nodebench.analysis import versions as ver
 from nodebench.analysis.experiments import (
@@ -419,11 +420,15 @@ def _preempted(r) -> str:
 
 
 def _gap(r) -> str:
-    return "n/a" if pd.isna(r.pair_gap_min) else f"{r.pair_gap_min:.1f} min"
+    if pd.isna(r.pair_gap_min):
+        return "n/a"
+    return f"{r.pair_gap_min:.1f} / {r.pair_gap_max_min:.1f} min"
 
 
-def _beyond(value) -> str:
-    return "n/a" if pd.isna(value) else ("**yes**" if value else "no")
+def _outcome(r) -> str:
+    """A comparison's outcome in the report's words (outcomes.phrase)."""
+    margin = getattr(r, "equivalence_margin", outcomes.DEFAULT_MARGIN)
+    return outcomes.phrase(r.outcome if isinstance(r.outcome, str) else None, margin)
 
 
 def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -460,15 +465,13 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             by = {r.node: r for r in grp.itertuples()}
             first = grp.iloc[0]
             cells = "".join(
-                f" {_ratio(by[m])}{' †' if _beyond(by[m].beyond_noise) == '**yes**' else ''}{_preempted(by[m])} |"
-                if m in by
-                else " n/a |"
-                for m in majors
+                f" {_ratio(by[m])} {_outcome(by[m])}{_preempted(by[m])} |" if m in by else " n/a |" for m in majors
             )
             parts.append(f"| {server} | {workload} | {conn} | {first['us_per_req_compared']:.1f} |{cells}")
         parts += [
             "",
-            "† beyond the A/A noise floor. ‡ k/m: k of this cell's runs and m of Node.js "
+            "Each ratio's outcome (cheaper, costlier, equivalent within the margin, or inconclusive) is decided from "
+            "its interval against the A/A noise floor. ‡ k/m: k of this cell's runs and m of Node.js "
             f"{ref}'s were flagged as preempted (the server's CPU was taken from it in the window).",
         ]
     changes = t[t["kind"] == "major"]
@@ -478,7 +481,7 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             "### Framework majors on the same Node.js",
             "",
             "| change | Node.js | workload | conn | us/req old | us/req new | new / old [interval] | req/s new / old "
-            "| noise floor | beyond noise | preempted runs new / old | pairs apart (median) |",
+            "| noise floor | outcome | preempted runs new / old | pairs apart (median / largest) |",
             "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
         ]
         for r in changes.itertuples():
@@ -487,10 +490,11 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             parts.append(
                 f"| {change} | {ver.node_label(r.node)} | {r.workload} | {r.connections} | {r.us_per_req_compared:.1f} "
                 f"| {r.us_per_req:.1f} | {_ratio(r)} | {r.throughput_ratio:.2f}x | {floor} "
-                f"| {_beyond(r.beyond_noise)} | {r.preempted_runs} / {r.preempted_runs_compared} | {_gap(r)} |"
+                f"| {_outcome(r)} | {r.preempted_runs} / {r.preempted_runs_compared} | {_gap(r)} |"
             )
     parts += ["", "### In words", ""]
-    parts += [f"- {line}" for line in ver.sentences(t)]
+    margin = float(t["equivalence_margin"].iloc[0]) if len(t) else outcomes.DEFAULT_MARGIN
+    parts += [f"- {line}" for line in ver.sentences(t, margin)]
     return parts
 
 

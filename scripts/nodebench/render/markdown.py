@@ -9,6 +9,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from nodebench.analysis import outcomes
 from nodebench.analysis.intervals import describe
 from nodebench.analysis.metrics import BASELINES, CELL, PEERS, headline, is_twin, twin_of
 from nodebench.catalogue.thresholds import (
@@ -106,7 +107,7 @@ def _base(server: str) -> str:
 
 
 def _ratio(r, baseline: str, per_ratio_n: bool) -> str:
-    """'0.42x express's (0.40–0.44, beyond noise)' for one cell against one baseline (on the cell's own Node.js)."""
+    """'0.42x express's (0.40–0.44, cheaper)' for one cell against one baseline (on the cell's own Node.js)."""
     name = BASELINES[baseline]
     baseline = on_node(baseline, runtime(str(r.server))[1])
     cost = getattr(r, f"cost_{name}")
@@ -117,9 +118,9 @@ def _ratio(r, baseline: str, per_ratio_n: bool) -> str:
     notes = [f"{lo:.2f}–{hi:.2f}"] if pd.notna(lo) and pd.notna(hi) else []
     if per_ratio_n or not notes:
         notes.append(describe(n))
-    beyond = getattr(r, f"beyond_noise_{name}", pd.NA)
-    if pd.notna(beyond):
-        notes.append("beyond noise" if beyond else "within noise")
+    decided = getattr(r, f"outcome_{name}", None)
+    if isinstance(decided, str):
+        notes.append(outcomes.phrase(decided, getattr(r, "equivalence_margin", outcomes.DEFAULT_MARGIN)))
     return f"{cost:.2f}x {baseline}'s ({', '.join(notes)})"
 
 
@@ -153,11 +154,12 @@ def workload_answer(label: str, cells: pd.DataFrame) -> str:
         tail.append(
             f"intervals over paired rounds, {describe(n)}"
             if n >= 2
-            else "one round each, so no interval and no verdict against the noise floor"
+            else "one round each, so no interval and no outcome"
         )
     floor = cells["noise_floor"].dropna() if "noise_floor" in cells else pd.Series(dtype=float)
     if len(floor):
-        tail.append(f"A/A noise floor {_percent(floor.iloc[0])}")
+        f = floor.iloc[0]
+        tail.append(f"A/A noise floor {_percent(f)} on a log scale (between {1 / (1 + f):.2f}x and {1 + f:.2f}x)")
     else:
         tail.append("no A/A control, so no noise floor")
     missing = [b for b in ANSWER_BASELINES if b not in present]
@@ -274,9 +276,49 @@ def cpu_model_warning(metrics: pd.DataFrame) -> str:
     )
 
 
+def comparisons(metrics: pd.DataFrame) -> str:
+    """How the report's cost ratios were decided, all together: how many land in each outcome, what their
+    intervals cover per comparison and as a family, and how far apart in time the two runs of their pairs were."""
+    names = {n: b for b, n in BASELINES.items() if f"outcome_{n}" in metrics}
+    rows = metrics[~metrics["server"].astype(str).map(is_twin)]
+    # A baseline against itself is 1 by construction: not a comparison.
+    mine = {n: rows[rows["server"].astype(str).map(_base) != b] for n, b in names.items()}
+    decided = pd.concat([mine[n][f"outcome_{n}"] for n in names], ignore_index=True).dropna() if names else pd.Series()
+    if decided.empty:
+        return "No cost ratio has an interval (one round), so none is decided: every outcome needs two rounds or more."
+    margin = float(metrics["equivalence_margin"].dropna().iloc[0]) if "equivalence_margin" in metrics else 0.05
+    counts = decided.value_counts()
+    tally = ", ".join(f"{int(counts.get(o, 0))} {outcomes.phrase(o, margin)}" for o in outcomes.OUTCOMES)
+    covers = pd.concat(
+        [mine[n].loc[mine[n][f"outcome_{n}"].notna(), f"pair_coverage_{n}"] for n in names], ignore_index=True
+    )
+    parts = [
+        f"Outcomes of the {len(decided)} cost ratios with an interval: {tally}. Cheaper or costlier means the whole "
+        "interval lies beyond 1 and beyond the A/A noise floor (on a log scale); equivalent means it lies inside the "
+        f"margin of ±{margin * 100:.0f} % declared in config before the data; anything else is inconclusive, which "
+        "means not shown either way, not the same",
+        outcomes.family(covers),
+    ]
+    gaps = [n for n in names if f"gap_s_{n}" in metrics]
+    if gaps:
+        median = pd.concat([mine[n][f"gap_s_{n}"] for n in gaps]).dropna()
+        largest = pd.concat([mine[n][f"gap_s_{n}_max"] for n in gaps]).dropna()
+        if len(median):
+            parts.append(
+                f"the two runs of a pair started a median of {median.median():.0f} s apart (per cell, over its "
+                f"rounds), and at most {largest.max():.0f} s apart"
+            )
+    return "; ".join(parts) + "."
+
+
 def opening(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[Block]:
     """What the report leads with: the answer per workload, the machine's state, its provenance, warnings."""
-    blocks: list[Block] = [Items(answer(metrics)), Para(machine_state(runs, metrics)), Para(machine_line(runs))]
+    blocks: list[Block] = [
+        Items(answer(metrics)),
+        Para(comparisons(metrics)),
+        Para(machine_state(runs, metrics)),
+        Para(machine_line(runs)),
+    ]
     if warning := cpu_model_warning(metrics):
         blocks.append(Para(warning, "warning"))
     return blocks

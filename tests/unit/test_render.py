@@ -234,7 +234,7 @@ def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_n
         "express-lean 1.00x express's (0.99–1.01, equivalent within ±5 %) and 2.00x node-http's (1.94–2.06, costlier); "
         "express 2.00x node-http's (1.92–2.08, costlier); "
         "intervals over paired rounds, n=3: min-max, 75 %; "
-        "A/A noise floor 2.0 % on a log scale (between 0.98x and 1.02x)."
+        "A/A noise floor 1.0 % on a log scale (between 0.99x and 1.01x)."
     )
     # Then how the comparisons were decided, all together.
     decided = text.split("\n\n")[2]

@@ -196,9 +196,9 @@ def add_noise_floor(
     """The A/A control's paired cost ratio (its twin over itself) beside every cell with the same peers, and each
     cost ratio's outcome against it.
 
-    noise_floor_log is the largest |log| that the A/A ratio's median or interval reached: on
-    this machine, in this run, two identical servers differed by up to this much;
-    noise_floor is the same as a relative difference (exp - 1), so 0.80 gives 0.25 (1/1.25).
+    noise_floor_log is |log| of the A/A ratio's median over rounds (outcomes.log_floor): how
+    far apart two names of one server, measured side by side, came in this run; noise_floor
+    is the same as a relative difference (exp - 1), so 0.80 gives 0.25 (1/1.25, not 1/1.20).
     outcome_vs_<baseline> is outcomes.decide() of the cost ratio's interval against that
     floor and the declared equivalence margin: cheaper, costlier, equivalent or inconclusive.
     """
@@ -220,7 +220,7 @@ def add_noise_floor(
             aa_cost_hi=ratios["cost_aa_hi"][twin_rows],
             aa_pairs=ratios["pairs_aa"][twin_rows],
         )
-        aa = aa.assign(noise_floor_log=outcomes.log_floor(aa["aa_cost"], aa["aa_cost_lo"], aa["aa_cost_hi"]))
+        aa = aa.assign(noise_floor_log=outcomes.log_floor(aa["aa_cost"]))
         merged = out[PEERS].merge(aa, on=PEERS, how="left")
         widest = np.fmax(merged["noise_floor_log"].to_numpy(dtype=float), out["noise_floor_log"].to_numpy(dtype=float))
         for col in floor:

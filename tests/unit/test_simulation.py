@@ -9,6 +9,7 @@ could not tell the two apart. Power is a figure of tests/benchmarks/simulation.p
 """
 
 import pytest
+
 import simulate
 
 CAMPAIGNS = 2000

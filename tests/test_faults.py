@@ -26,13 +26,15 @@ from conftest import (
     scratch_postgres,
     snakemake,
 )
+from nodebench import targets
 from nodebench.harness import pgcluster, procs
+from nodebench.plan import MAIN_BLOCK
 
 
 def record(
     project: Path, server: str, workload: str = "point-lookup", connections: int = 10, client: str = "autocannon"
 ) -> Path:
-    return project / "data" / "runs" / workload / server / f"c{connections}" / f"{client}-1s" / "r1.json"
+    return project / targets.record_path(MAIN_BLOCK, workload, server, connections, client, "1s", 1)
 
 
 def measure_one(project: Path, server: str, *extra, connections: int = 10):

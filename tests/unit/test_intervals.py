@@ -12,9 +12,9 @@ def test_ranks_and_coverage_at_small_n():
     assert intervals.coverage(3, 1) == pytest.approx(0.75)
     assert intervals.coverage(5, 1) == pytest.approx(1 - 2 / 32)
     assert intervals.describe(3) == "n=3: min-max, 75 %"
-    assert intervals.describe(5) == "n=5: min-max, 94 %"
+    assert intervals.describe(5) == "n=5: min-max, 93.75 %"
     assert intervals.rank(10) == 2 and intervals.coverage(10, 2) == pytest.approx(1 - 2 * 11 / 1024)
-    assert intervals.describe(10) == "n=10: 2nd-9th of 10, 98 %"
+    assert intervals.describe(10) == "n=10: 2nd-9th of 10, 97.85 %"
     # The narrowest that still covers 95 %: at n=20, 6th-15th covers 95.9 %, 7th-14th only 88.5 %.
     assert intervals.rank(20) == 6 and intervals.coverage(20, 7) < 0.95 <= intervals.coverage(20, 6)
 

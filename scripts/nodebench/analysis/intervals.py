@@ -8,8 +8,8 @@ largest value, [x(k), x(n+1-k)], covers the median with probability
 
 exactly, whatever the distribution. We take the narrowest such interval whose coverage
 is at least CONFIDENCE; when even min-max falls short (n <= 5), min-max is used and its
-own, lower coverage is the one printed: n=3 covers 75 %, n=5 94 %, n=10 (2nd to 9th)
-98 %. n=1 has no interval. Nothing is resampled, so the same values always give the
+own, lower coverage is the one printed: n=3 covers 75 %, n=5 93.75 %, n=10 (2nd to
+9th) 97.85 %. n=1 has no interval. Nothing is resampled, so the same values always give the
 same interval, and a table of a million cells costs one sort.
 """
 
@@ -63,12 +63,20 @@ def _ordinal(i: int) -> str:
     return f"{i}{suffix}"
 
 
+def percent(coverage_: float) -> str:
+    """A coverage in per cent to two places, trailing zeros dropped: 0.9375 -> '93.75', 0.75 -> '75'.
+
+    Rounded to whole per cent, min-max of five (93.75 %) read as 94 %, more than it covers.
+    """
+    return f"{coverage_ * 100:.2f}".rstrip("0").rstrip(".")
+
+
 def describe(n: int) -> str:
-    """What an interval over n values is, in words: 'n=5: min-max, 94 %', 'n=10: 2nd-9th of 10, 98 %'."""
+    """What an interval over n values is, in words: 'n=5: min-max, 93.75 %', 'n=10: 2nd-9th of 10, 97.85 %'."""
     if n < 2:
         return f"n={n}: no interval"
     k = int(_RANKS[min(n, MAX_N)])
-    cover = f"{_COVERAGE[min(n, MAX_N)] * 100:.0f} %"
+    cover = f"{percent(_COVERAGE[min(n, MAX_N)])} %"
     if k == 1:
         return f"n={n}: min-max, {cover}"
     return f"n={n}: {_ordinal(k)}-{_ordinal(n + 1 - k)} of {n}, {cover}"

@@ -22,6 +22,8 @@ No interval (one round) decides nothing: the outcome is missing, not inconclusiv
 
 import numpy as np
 
+from nodebench.analysis import intervals
+
 CHEAPER, COSTLIER, EQUIVALENT, INCONCLUSIVE = "cheaper", "costlier", "equivalent", "inconclusive"
 OUTCOMES = (CHEAPER, COSTLIER, EQUIVALENT, INCONCLUSIVE)
 #: config's equivalence_margin when a caller does not pass one.
@@ -69,7 +71,7 @@ def family(coverages) -> str:
     if not len(c):
         return "no comparison has an interval"
     k, miss = len(c), float((1 - c).sum())
-    lowest = f"{c.min() * 100:.2f}".rstrip("0").rstrip(".")
+    lowest = intervals.percent(c.min())
     together = max(0.0, 1 - miss)
     return (
         f"{k} comparisons, each interval covering its own median ratio with at least {lowest} %; "

@@ -222,6 +222,20 @@ def measurement_lock_path() -> Path:
     return Path(os.environ.get("NODEBENCH_MEASURE_LOCK", "/tmp/nodebench.lock"))
 
 
+def _lock_holder(path: Path, patience_s: float = 1.0) -> str:
+    """Who holds the lock, as it wrote itself into the file.
+
+    A holder writes itself just after it takes the lock, so a waiter that arrives in
+    between reads an empty file: read again for up to patience_s before saying unknown.
+    """
+    deadline = time.monotonic() + patience_s
+    while True:
+        holder = path.read_text(errors="replace").strip()
+        if holder or time.monotonic() >= deadline:
+            return holder or "an unknown process"
+        time.sleep(0.05)
+
+
 @contextmanager
 def one_measurement_per_machine(label: str, progress, wait: bool | None = None):
     """Hold the machine's measurement lock while the body runs: no two measurements overlap.
@@ -245,7 +259,7 @@ def one_measurement_per_machine(label: str, progress, wait: bool | None = None):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = Path(path).read_text(errors="replace").strip() or "an unknown process"
+            holder = _lock_holder(Path(path))
             if not wait:
                 raise RunError(
                     f"another measurement is running on this machine ({holder}); it holds {path}. "

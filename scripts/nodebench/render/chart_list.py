@@ -154,7 +154,7 @@ CAPTION_FIELDS = {
 CAPTION_FIELDS["interval"] = (
     "the distribution-free order-statistic interval of the median over rounds (the narrowest [x(k), x(n+1-k)] "
     f"covering at least {CAPTION_FIELDS['confidence']}, or min-max with its own lower coverage: 75 % for 3 rounds, "
-    "94 % for 5; none for one round)"
+    "93.75 % for 5; none for one round)"
 )
 
 

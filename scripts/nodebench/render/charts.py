@@ -50,7 +50,7 @@ def _no_twins(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def whiskers(methods) -> str:
-    """What the whiskers are, from the intervals' methods ('n=5: min-max, 94 %')."""
+    """What the whiskers are, from the intervals' methods ('n=5: min-max, 93.75 %')."""
     shown = sorted({m for m in map(str, methods) if not m.endswith("no interval")})
     if not shown:
         return "no whiskers: one run per cell, so no interval"

@@ -60,7 +60,7 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
             [
                 "**Ours** is the claim's statistic computed round by round from runs of the same round, then its "
                 "median over rounds with the order-statistic interval for that median; n and the interval's "
-                "coverage are printed beside it (n=3 is min-max and covers 75 %, n=5 94 %, n=10 2nd-9th 98 %).",
+                "coverage are printed beside it (n=3 is min-max and covers 75 %, n=5 93.75 %, n=10 2nd-9th 97.85 %).",
                 f"**{C.REPRODUCED}**: within the claim's tolerance of the published figure, with an interval that "
                 "excludes no effect (for a claim of no difference: the whole interval within the tolerance). "
                 f"**{C.DIRECTION}**: the sign holds (our interval excludes no effect), the size does not. "

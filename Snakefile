@@ -22,6 +22,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/toolchain.smk"
 include: "workflow/rules/database.smk"
 include: "workflow/rules/measure.smk"
+include: "workflow/rules/adaptive.smk"
 include: "workflow/rules/failures.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/metrics.smk"
@@ -45,6 +46,8 @@ localrules:
     compute_stopping,
     compute_scenarios,
     compute_versions,
+    look,
+    compute_ab,
     plot_chart,
     write_summary,
     build_index_page,

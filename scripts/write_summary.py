@@ -1,5 +1,6 @@
 """write_summary: a scope's summary.md, the main matrix's tables or an experiment's report."""
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -10,20 +11,23 @@ from nodebench.render import experiment_report, markdown
 
 def main(sm) -> None:
     metrics = pd.read_parquet(sm.input.metrics)
+    # Where adaptive rounds stopped (an adaptive block's last look).
+    look = json.loads(Path(sm.input.look).read_text()) if "look" in sm.input.keys() else None
     now = datetime.now(UTC)
     if "stopping" in sm.input.keys():
         runs = pd.read_parquet(sm.input.runs)
         stopping = pd.read_parquet(sm.input.stopping)
         scenarios = pd.read_parquet(sm.input.scenarios) if "scenarios" in sm.input.keys() else None
         versions = pd.read_parquet(sm.input.versions) if "versions" in sm.input.keys() else None
+        ab = pd.read_parquet(sm.input.ab) if "ab" in sm.input.keys() else None
         text = experiment_report.render(
             sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now, scenarios=scenarios,
-            versions=versions,
+            versions=versions, ab=ab, look=look,
         )  # fmt: skip
     else:
         # The main matrix's summary reads only the runs' provenance and sessions (and counts them).
         runs = pd.read_parquet(sm.input.runs, columns=markdown.RUN_COLUMNS)
-        text = markdown.render(runs, metrics, pd.read_parquet(sm.input.scores), now)
+        text = markdown.render(runs, metrics, pd.read_parquet(sm.input.scores), now, look=look)
     Path(sm.output.summary).write_text(text)
     Path(sm.log[0]).write_text(f"summary of {len(runs)} runs -> {sm.output.summary}\n")
 

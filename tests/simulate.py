@@ -23,6 +23,7 @@ of compute_metrics analyses them all, exactly as it analyses a report.
 import numpy as np
 import pandas as pd
 
+from nodebench.analysis import looks as looks_
 from nodebench.analysis import metrics
 
 NOISE = 0.03
@@ -101,4 +102,49 @@ def analyse(runs: pd.DataFrame, effect: float) -> dict:
         "cheaper": float((outcome == "cheaper").mean()),
         "equivalent": float((outcome == "equivalent").mean()),
         "median_gap_s": float(f["gap_s_vs_node_http"].median()),
+    }
+
+
+def adaptive(
+    runs: pd.DataFrame, effect: float, looks: list[int], half_width: float, stop_on: str = "width"
+) -> dict:
+    """The campaigns under adaptive rounds: each stops at its first look where every headline interval's
+    half-width is at most half_width (nodebench.analysis.looks, as the workflow's look checkpoint decides),
+    else at the last; fastify's interval and outcome are then taken at the rounds it stopped at.
+
+    stop_on="excludes-one" is the rule the workflow must not use, for the test to show it is caught: stop as
+    soon as fastify's interval excludes 1 (optional stopping on the answer)."""
+    stopped: dict[str, int] = {}
+    final = []
+    for n in looks:
+        part = runs[(runs["round"] <= n) & ~runs["workload"].isin(stopped)]
+        if part.empty:
+            break
+        found = looks_.comparisons(part)
+        found["campaign"] = found["comparison"].str.extract(r" on (w\d+) ")[0]
+        if stop_on == "width":
+            narrow = found.groupby("campaign")["half_width_log"].agg(lambda h: bool((h <= half_width).all()))
+        elif stop_on == "excludes-one":
+            f = found[found["comparison"].str.startswith("fastify / node-http")]
+            narrow = pd.Series(((f["lo"] > 1) | (f["hi"] < 1)).to_numpy(), index=f["campaign"].to_numpy())
+        else:
+            raise ValueError(f"unknown stopping rule {stop_on!r}")
+        done = narrow.index[narrow | (n == looks[-1])]
+        if done.empty:
+            continue
+        m = metrics.compute_metrics(part[part["workload"].isin(done)])
+        final.append(m[m["server"].astype(str) == "fastify"].assign(stopped_at=n))
+        stopped |= dict.fromkeys(done, n)
+    f = pd.concat(final, ignore_index=True)
+    lo, hi = f["cost_vs_node_http_lo"], f["cost_vs_node_http_hi"]
+    outcome = f["outcome_vs_node_http"].astype(object)
+    return {
+        "campaigns": len(f),
+        "coverage": float(((lo <= effect) & (effect <= hi)).mean()),
+        "stated": looks_.stated_coverage(looks),
+        "different": float(outcome.isin(["cheaper", "costlier"]).mean()),
+        "cheaper": float((outcome == "cheaper").mean()),
+        "equivalent": float((outcome == "equivalent").mean()),
+        "mean_rounds": float(f["stopped_at"].mean()),
+        "capped": float((f["stopped_at"] == looks[-1]).mean()),
     }

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from conftest import REPO, make_project, snakemake
-from nodebench import targets
+from nodebench import plan, targets
 from synthetic import records_like
 
 #: Rules that measure or provision: not run here, their outputs (the records) are made instead.
@@ -42,11 +42,11 @@ def shipped_config() -> dict:
         (REPO / "experiments.yaml").read_text()
     )
     validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
-    return config
+    return plan.with_ab(config)
 
 
 def named_targets(config: dict) -> list[str]:
-    """reports/all, each workload's, each experiment's and the claims ledger's."""
+    """reports/all, each workload's, each experiment's (the A/B target's among them) and the claims ledger's."""
     return [
         "reports/all",
         *(f"reports/{w}/all" for w in config["workloads"]),
@@ -83,7 +83,10 @@ def test_every_named_target_plans_in_a_fresh_checkout(tmp_path: Path):
     assert res.returncode == 0, res.stdout[-4000:]
     counts = dict(re.findall(r"^(measure_run|expect_failure)\s+(\d+)$", res.stdout, re.M))
     t = targets.Targets(config)
-    assert counts == {"measure_run": str(len(t.measured_runs())), "expect_failure": str(len(t.all_failure_cells()))}
+    # An adaptive block plans up to its first look; the rounds after it wait for that look (a checkpoint).
+    runs = [r for r in t.measured_runs() if not t.looks(r[0]) or r[-1] <= t.looks(r[0])[0]]
+    assert len(runs) < len(t.measured_runs())
+    assert counts == {"measure_run": str(len(runs)), "expect_failure": str(len(t.all_failure_cells()))}
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +125,20 @@ def test_each_scope_has_its_summary_page_and_charts(built):
             assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/"), (scope, chart)
             assert (dest / targets.chart_path(scope, chart, "png")).read_bytes()[:4] == b"\x89PNG", (scope, chart)
         assert page.count('class="chart"') == len(t.chart_names(scope)), scope
+
+
+def test_the_ab_target_answers_with_an_outcome_and_its_rounds(built):
+    """reports/ab/all on the shipped `ab`: B over A, one of the four outcomes, and where its looks stopped."""
+    dest, res, config = built
+    summary = (dest / targets.SUMMARY.format(scope=plan.AB)).read_text()
+    a, b = config["ab"]["a"], config["ab"]["b"]
+    assert f"## A/B: {b} (B) against {a} (A)" in summary
+    answer = next(line for line in summary.splitlines() if line.startswith("- **point-lookup at 50 connections"))
+    assert re.search(r"B costs \d\.\d{3}x A's event-loop CPU per request \(\d\.\d{3}–\d\.\d{3}, "
+                     r"(cheaper|costlier|equivalent within ±5 %|inconclusive)\)", answer), answer  # fmt: skip
+    look = json.loads(next((dest / "data/looks/ab").glob("n*.json")).read_text())
+    assert look["looks"] == config["ab"]["looks"]
+    assert "Adaptive rounds: looks after 6, 10, 14, 20 rounds" in summary
 
 
 def test_the_load_generators_experiment_has_a_score_table_per_client(built):

@@ -10,6 +10,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import yaml
+
 from nodebench import plan
 from nodebench.catalogue.clients import problems as client_problems
 from nodebench.catalogue.workloads import WORKLOADS
@@ -35,6 +37,22 @@ def renamed_keys(config: dict) -> list[str]:
             for i, matrix in enumerate((experiment or {}).get(key) or []):
                 found += [(k, f"experiments.{name}.{key}[{i}].") for k in matrix or {} if k in RENAMED_KEYS]
     return [f"config key '{where}{k}' is now called '{RENAMED_KEYS[k]}': rename it" for k, where in found]
+
+
+def typed_from_command_line(config: dict) -> None:
+    """Numbers given on the command line inside a mapping (--config ab='{duration_s: 2}') arrive as text: read
+    them as YAML scalars, in place, so that the schema sees numbers. Only in `ab` and `adaptive`."""
+
+    def typed(value):
+        if isinstance(value, list):
+            return [typed(v) for v in value]
+        if isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d*)?([eE]-?\d+)?", value):
+            return yaml.safe_load(value)
+        return value
+
+    for key in ("ab", "adaptive"):
+        if isinstance(config.get(key), dict):
+            config[key] = {k: typed(v) for k, v in config[key].items()}
 
 
 def available_servers(servers_dir: Path) -> list[str]:
@@ -138,6 +156,29 @@ def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Itera
                         yield f"config {where}: {'; '.join(bad)}"
 
 
+def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
+    """The A/B target's two builds: existing servers, on a Node.js major the pipeline installs, not the same."""
+    ab = config.get("ab")
+    if not ab:
+        return
+    if plan.AB in (config.get("experiments") or {}):
+        yield f"config key 'experiments' has an experiment named {plan.AB!r}, the A/B target's name; rename it"
+    for side in ("a", "b"):
+        server, node = plan.runtime(ab[side])
+        yield from _servers([server], f"ab.{side}", available)
+        if node != plan.SYSTEM_NODE and not 20 <= int(node) <= 99:
+            yield f"config key 'ab.{side}' is {ab[side]!r}: Node.js majors are 20 to 99"
+    if ab["a"] == ab["b"]:
+        yield f"config keys 'ab.a' and 'ab.b' are both {ab['a']!r}: an A/B compares two different builds"
+    yield from _workloads(ab["workloads"], "ab.workloads")
+    servers = [plan.runtime(ab[side])[0] for side in ("a", "b")]
+    yield from _frameworks(servers, ab["workloads"], "ab.workloads", servers_dir, available)
+    known = [WORKLOADS[w] for w in ab["workloads"] if w in WORKLOADS]
+    bad = client_problems(ab["client"], {"duration": [ab["duration_s"]]}, known)
+    if bad:
+        yield f"config keys 'ab.client'/'ab.duration_s': {'; '.join(bad)}"
+
+
 def _pool(config: dict) -> Iterator[str]:
     """The embedded server must accept every pool connection plus the harness's own."""
     limit = int(config["database"].get("settings", {}).get("max_connections", 100))
@@ -151,7 +192,12 @@ def _pool(config: dict) -> Iterator[str]:
 def problems(config: dict, servers_dir: Path) -> list[str]:
     """Every problem of a schema-valid configuration, each naming the key it is about; empty when there is none."""
     available = available_servers(servers_dir)
-    return [*_main(config, servers_dir, available), *_experiments(config, servers_dir, available), *_pool(config)]
+    return [
+        *_main(config, servers_dir, available),
+        *_experiments(config, servers_dir, available),
+        *_ab(config, servers_dir, available),
+        *_pool(config),
+    ]
 
 
 def warnings(config: dict) -> list[str]:

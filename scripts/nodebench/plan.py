@@ -129,7 +129,77 @@ def main_cells(config: dict) -> list[tuple]:
 
 
 def experiment_rounds(config: dict, name: str) -> int:
-    return config["experiments"][name].get("rounds", config["rounds"])
+    """An experiment's rounds: its own, else the top-level's; an adaptive one's cap (its last look)."""
+    looks = block_looks(config, name)
+    return looks[-1] if looks else config["experiments"][name].get("rounds", config["rounds"])
+
+
+def main_rounds(config: dict) -> int:
+    """The main matrix's rounds, or its cap (the last look) when its rounds are adaptive."""
+    looks = block_looks(config, MAIN_BLOCK)
+    return looks[-1] if looks else config["rounds"]
+
+
+def block_adaptive(config: dict, block: str) -> dict | None:
+    """A block's adaptive rounds ({half_width, looks}): config's `adaptive` for the main matrix, an experiment's
+    own `adaptive` for its block; None measures the fixed `rounds`."""
+    found = config.get("adaptive") if block == MAIN_BLOCK else config["experiments"][block].get("adaptive")
+    return found or None
+
+
+def block_looks(config: dict, block: str) -> list[int] | None:
+    """The rounds after which an adaptive block looks at its intervals, ascending; None when it is not adaptive."""
+    adaptive = block_adaptive(config, block)
+    return sorted(int(n) for n in adaptive["looks"]) if adaptive else None
+
+
+def block_order(config: dict, block: str) -> str:
+    """How a block orders each peer group's servers within a round: "shuffled", or "abba" (A/B target)."""
+    return "shuffled" if block == MAIN_BLOCK else config["experiments"][block].get("order", "shuffled")
+
+
+#: The A/B target's block and scope (reports/ab/all).
+AB = "ab"
+
+
+def with_ab(config: dict) -> dict:
+    """config with its A/B target (config's `ab`) among the experiments, as the workflow plans it."""
+    if not config.get("ab"):
+        return config
+    return {**config, "experiments": {**(config.get("experiments") or {}), AB: ab_experiment(config["ab"])}}
+
+
+def ab_experiment(ab: dict) -> dict:
+    """config's `ab` (two builds A and B of one server) as the experiment it is measured as.
+
+    A and B are server names, each optionally on a Node.js major (express@node22): each side
+    is its own matrix, so that the two may differ in server, in Node.js, or both. Their
+    peer group is measured in turns, A B in odd rounds and B A in even ones (order abba),
+    so that a drift of the machine that is linear over two rounds cancels from the median.
+    """
+    matrices = []
+    for side in (ab["a"], ab["b"]):
+        server, node = runtime(side)
+        matrices.append(
+            {
+                "servers": [server],
+                "node_versions": [node],
+                "workloads": list(ab["workloads"]),
+                "connections": [int(ab["connections"])],
+                "clients": [ab["client"]],
+                "durations_s": [ab["duration_s"]],
+            }
+        )
+    return {
+        "description": (
+            f"A/B: does {ab['b']} (B) cost more or less per request than {ab['a']} (A)? Measured in turns, "
+            "A B B A, until the interval is known or the cap is reached."
+        ),
+        "order": "abba",
+        "ab": [ab["a"], ab["b"]],
+        "adaptive": {"half_width": ab["half_width"], "looks": list(ab["looks"])},
+        "matrices": matrices,
+    }
 
 
 def experiment_cells(config: dict, name: str) -> list[tuple]:
@@ -176,6 +246,19 @@ def blocked(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
     return out
 
 
+def abba(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
+    """One round of an A/B block: each peer group's servers in their given order (A then B) in odd rounds and
+    reversed in even ones, so that over rounds the sequence is A B B A A B ...; the groups shuffled as in
+    blocked()."""
+    groups: dict[tuple, list[tuple]] = {}
+    for cell in cells:
+        groups.setdefault(peer_key(cell), []).append(cell)
+    rng = random.Random(f"{seed}/{round_}")
+    keys = sorted(groups, key=lambda k: tuple(map(str, k)))
+    rng.shuffle(keys)
+    return [groups[k] if round_ % 2 else groups[k][::-1] for k in keys]
+
+
 class Plan:
     """Every run of the main matrix and the experiments, numbered in the order they are measured.
 
@@ -200,27 +283,37 @@ class Plan:
         self.owners: dict[tuple, str] = {}
         self.blocks: list[str] = []
         seed = config.get("round_seed", 1)
-        self._add(MAIN_BLOCK, main_cells(config), config["rounds"], seed)
+        self._add(MAIN_BLOCK, main_cells(config), main_rounds(config), seed, block_looks(config, MAIN_BLOCK))
         for name in config.get("experiments") or {}:
-            self._add(name, experiment_cells(config, name), experiment_rounds(config, name), f"{seed}/{name}")
+            self._add(
+                name, experiment_cells(config, name), experiment_rounds(config, name), f"{seed}/{name}",
+                block_looks(config, name), block_order(config, name),
+            )  # fmt: skip
 
-    def _add(self, block: str, cells: list[tuple], rounds: int, seed) -> None:
+    def _add(self, block: str, cells: list[tuple], rounds: int, seed, looks=None, order="shuffled") -> None:
         groups: dict[tuple, list[tuple]] = {}
         for cell in cells:
             groups.setdefault(peer_key(cell), []).append(cell)
+        # An adaptive block may stop at its first look: only the rounds up to it are sure to be measured, and
+        # so only those are lent to later blocks.
+        lent = looks[0] if looks else rounds
         for r in range(1, rounds + 1):
             fresh = []
             for key, members in groups.items():
                 servers = {c[1] for c in members}
-                owner = next((b for b in self.blocks if servers <= self.groups.get((b, key, r), set())), block)
+                # An A/B block always measures its own pairs: in its order, not another block's shuffle.
+                lenders = self.blocks if order == "shuffled" else []
+                owner = next((b for b in lenders if servers <= self.groups.get((b, key, r), set())), block)
                 for c in members:
                     self.owners[(block, *c, r)] = owner
                 if owner == block:
-                    self.groups[(block, key, r)] = servers
+                    if r <= lent:
+                        self.groups[(block, key, r)] = servers
                     fresh += members
-            order = [c for group in blocked(fresh, seed, r) for c in group]
-            for position, cell in enumerate(order, start=1):
-                self.runs[(block, *cell, r)] = (len(self.runs), position, len(order))
+            ordered = blocked(fresh, seed, r) if order == "shuffled" else abba(fresh, seed, r)
+            ordered = [c for group in ordered for c in group]
+            for position, cell in enumerate(ordered, start=1):
+                self.runs[(block, *cell, r)] = (len(self.runs), position, len(ordered))
         self.blocks.append(block)
 
     def owner(self, scope_block: str, workload, server, connections, client, stop, round_) -> str:

@@ -30,6 +30,8 @@ CLIENT_PROBE = "data/toolchain/{client}.json"
 SYSTEM_NODE_INFO = "data/toolchain/node-system.json"
 NODE_INFO = "data/toolchain/node{major}.json"
 NODE_BINARY = "data/toolchain/node{major}/bin/node"
+#: What an adaptive block found after its first n rounds: whether to stop (nodebench.analysis.looks).
+LOOK = "data/looks/{block}/n{n}.json"
 LEDGER = "data/claims/ledger.parquet"
 LEDGER_MARKDOWN = "reports/claims/index.md"
 LEDGER_PAGE = "reports/claims/index.html"
@@ -121,16 +123,45 @@ class Targets:
         self.scopes = [OVERALL, *self.workloads, *self.experiments]
         self.plan = plan.Plan(config)
         self.embedded = not config["database"].get("dsn")
+        #: block -> the rounds an adaptive block stopped at. The workflow sets it to read its looks (checkpoints);
+        #: without it, an adaptive block is planned at its cap.
+        self.stopped_at = None
 
     # --- cells and runs ------------------------------------------------------------------
-    def main_runs(self) -> list[tuple]:
-        """Every (workload, server, connections, client, stop, round) of the main matrix."""
-        return [(*cell, r) for cell in plan.main_cells(self.config) for r in range(1, self.config["rounds"] + 1)]
+    def main_runs(self, rounds: int | None = None) -> list[tuple]:
+        """Every (workload, server, connections, client, stop, round) of the main matrix (its cap when adaptive)."""
+        rounds = rounds or plan.main_rounds(self.config)
+        return [(*cell, r) for cell in plan.main_cells(self.config) for r in range(1, rounds + 1)]
 
-    def experiment_runs(self, name: str) -> list[tuple]:
-        """Every run of an experiment, each once even where matrices overlap."""
-        rounds = plan.experiment_rounds(self.config, name)
+    def experiment_runs(self, name: str, rounds: int | None = None) -> list[tuple]:
+        """Every run of an experiment, each once even where matrices overlap (its cap when adaptive)."""
+        rounds = rounds or plan.experiment_rounds(self.config, name)
         return [(*cell, r) for cell in plan.experiment_cells(self.config, name) for r in range(1, rounds + 1)]
+
+    # --- adaptive rounds -----------------------------------------------------------------
+    def block_of(self, scope: str) -> str:
+        """The block whose rounds a scope reports: an experiment's own, else the main matrix's."""
+        return scope if scope in self.experiments else plan.MAIN_BLOCK
+
+    def looks(self, block: str) -> list[int] | None:
+        return plan.block_looks(self.config, block)
+
+    def rounds(self, block: str) -> int:
+        """How many rounds a block's scopes report: its fixed rounds, or where its looks stopped it."""
+        if self.looks(block) and self.stopped_at is not None:
+            return self.stopped_at(block)
+        return plan.main_rounds(self.config) if block == plan.MAIN_BLOCK else plan.experiment_rounds(self.config, block)
+
+    def look_path(self, block: str, n: int) -> str:
+        return LOOK.format(block=block, n=n)
+
+    def look_records(self, block: str, n: int) -> list[str]:
+        """The records an adaptive block's look after n rounds reads: the block's scope's, rounds 1 to n."""
+        return self._records(OVERALL if block == plan.MAIN_BLOCK else block, n)
+
+    def is_ab(self, scope: str) -> bool:
+        """The A/B target's scope: two builds of one server measured in turns (config's `ab`)."""
+        return scope in self.experiments and "ab" in self.experiments[scope]
 
     def failure_cells(self, name: str) -> list[tuple]:
         """An experiment's cells expected to fail (its `failures`), each once: (workload, server, connections,
@@ -239,11 +270,15 @@ class Targets:
 
     # --- scopes --------------------------------------------------------------------------
     def scope_records(self, scope: str) -> list[str]:
-        """The run records a scope reports."""
+        """The run records a scope reports: every round of a fixed block, the rounds an adaptive one stopped at."""
+        return self._records(scope, self.rounds(self.block_of(scope)))
+
+    def _records(self, scope: str, rounds: int) -> list[str]:
         if scope in self.experiments:
-            found, block = self.experiment_runs(scope), scope
+            found, block = self.experiment_runs(scope, rounds), scope
         else:
-            found, block = [c for c in self.main_runs() if scope == OVERALL or c[0] == scope], plan.MAIN_BLOCK
+            found = [c for c in self.main_runs(rounds) if scope == OVERALL or c[0] == scope]
+            block = plan.MAIN_BLOCK
         return [record_path(self.plan.owner(block, *c), *c) for c in found]
 
     def measured_runs(self) -> list[tuple]:
@@ -261,8 +296,9 @@ class Targets:
         return []
 
     def versioned(self, scope: str) -> bool:
-        """An experiment compares Node.js versions, or framework majors (a server and its <name>4 beside it)."""
-        if scope not in self.experiments:
+        """An experiment compares Node.js versions, or framework majors (a server and its <name>4 beside it).
+        The A/B target compares its two builds only."""
+        if scope not in self.experiments or self.is_ab(scope):
             return False
         matrices = self.experiments[scope]["matrices"]
         nodes = {v for m in matrices for v in plan.node_versions(self.config, m)}
@@ -315,17 +351,23 @@ class Targets:
     def tables(self, scope: str) -> list[str]:
         """The tables a scope's summary is written from."""
         tables = ["runs", "metrics", "stopping" if scope in self.experiments else "scores"]
-        return tables + ["scenarios"] * self.scored(scope) + ["versions"] * self.versioned(scope)
+        tables += ["scenarios"] * self.scored(scope) + ["versions"] * self.versioned(scope)
+        return tables + ["ab"] * self.is_ab(scope)
 
     def summary_inputs(self, scope: str) -> dict[str, str]:
-        return {t: table_path(scope, t) for t in self.tables(scope)}
+        """The tables a summary is written from, and an adaptive block's last look (where and why it stopped)."""
+        inputs = {t: table_path(scope, t) for t in self.tables(scope)}
+        block = self.block_of(scope)
+        if self.looks(block):
+            inputs["look"] = self.look_path(block, self.rounds(block))
+        return inputs
 
     def outputs(self, scope: str) -> list[str]:
         """Everything a scope's manifest lists."""
         return [
             *self.scope_records(scope),
             *(failure_path(*c) for c in self.failure_cells(scope)),
-            *(table_path(scope, t) for t in self.tables(scope)),
+            *self.summary_inputs(scope).values(),
             SUMMARY.format(scope=scope),
             PAGE.format(scope=scope),
             *self.chart_files(scope),

@@ -14,7 +14,7 @@ from nodebench import plan, targets
 
 @pytest.fixture(scope="module")
 def shipped_targets() -> targets.Targets:
-    return targets.Targets(shipped())
+    return targets.Targets(plan.with_ab(shipped()))
 
 
 def _scope_runs(t: targets.Targets, scope: str) -> list[tuple]:

@@ -5,7 +5,10 @@ noise and 15 % preempted runs, laid out as the plan lays them out (a peer group 
 or as the pipeline did before blocks (the baseline borrowed from a scope measured 40 minutes
 away). The blocked design must keep its stated coverage and call a null difference different
 in at most 5 % of comparisons; the borrowed design must be caught failing both, or this test
-could not tell the two apart. Power is a figure of tests/benchmarks/simulation.py, not a test.
+could not tell the two apart. Adaptive rounds (stopping on the intervals' width at pre-declared
+looks) must keep the coverage a report states for them (a floor) and the false-difference rate;
+stopping on the answer itself (as soon as the interval excludes 1) must be caught inflating it.
+Power is a figure of tests/benchmarks/simulation.py, not a test.
 """
 
 import pytest
@@ -41,3 +44,29 @@ def test_borrowed_baselines_are_caught_losing_coverage_and_calling_noise_a_diffe
     got = simulate.analyse(simulate.campaigns(CAMPAIGNS, 1.0, design="borrowed", seed=14), 1.0)
     assert got["coverage"] < got["stated"] - 0.1, got
     assert got["different"] > 0.05, got
+
+
+LOOKS = [6, 10, 14, 20]
+
+
+@pytest.fixture(scope="module")
+def null_campaigns_of_20_rounds():
+    return simulate.campaigns(CAMPAIGNS, 1.0, rounds=20, design="blocked", seed=15)
+
+
+def test_adaptive_rounds_keep_their_stated_coverage_and_false_difference_rate(null_campaigns_of_20_rounds):
+    # +-6 %: about a third of the campaigns stop before the cap, at every look.
+    got = simulate.adaptive(null_campaigns_of_20_rounds, 1.0, LOOKS, 0.06)
+    assert got["campaigns"] == CAMPAIGNS
+    assert 0.2 < 1 - got["capped"] < 0.8, got  # the stopping rule did stop campaigns early
+    assert got["coverage"] >= got["stated"] - 0.01, got  # the stated figure is a floor, 1 point of Monte Carlo
+    assert got["coverage"] <= got["stated"] + 0.04, got
+    assert got["different"] <= 0.05, got
+
+
+def test_stopping_as_soon_as_the_interval_excludes_one_is_caught(null_campaigns_of_20_rounds):
+    """Optional stopping on the answer: the coverage falls below the stated floor, false differences rise."""
+    width = simulate.adaptive(null_campaigns_of_20_rounds, 1.0, LOOKS, 0.06)
+    got = simulate.adaptive(null_campaigns_of_20_rounds, 1.0, LOOKS, 0.06, stop_on="excludes-one")
+    assert got["coverage"] < got["stated"] - 0.01, got
+    assert got["different"] > width["different"], (got, width)

@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import sys
@@ -28,8 +29,11 @@ def stop_on(problems, head=""):
 
 # A key under a name it no longer has, then the schema, then every other problem at once.
 stop_on(configcheck.renamed_keys(config))
+configcheck.typed_from_command_line(config)
 validate(config, str(Path(workflow.basedir, "workflow/schemas/config.schema.yaml")))
 stop_on(configcheck.problems(config, Path(workflow.basedir) / "servers"))
+# The A/B target (config's `ab`) is measured as an experiment of its own: reports/ab/all.
+config["experiments"] = plan.with_ab(config)["experiments"]
 for _line in configcheck.warnings(config):
     print(f"nodebench: {_line}", file=sys.stderr)
 

@@ -50,7 +50,7 @@ rule list_outputs:
 # reports/all, the top target: the whole matrix's manifest.
 use rule list_outputs as list_all_outputs with:
     input:
-        outputs=T.outputs(targets.OVERALL),
+        outputs=lambda wc: T.outputs(targets.OVERALL),
         code=code("list_outputs.py"),
     output:
         manifest="reports/all",

@@ -9,7 +9,7 @@ from datetime import datetime
 
 import pandas as pd
 
-from nodebench.analysis import outcomes
+from nodebench.analysis import looks, outcomes
 from nodebench.analysis import scenarios as sc
 from nodebench.analysis import versions as ver
 from nodebench.analysis.experiments import (
@@ -19,7 +19,7 @@ from nodebench.analysis.experiments import (
     held_back,
     sweep_table,
 )
-from nodebench.analysis.intervals import describe
+from nodebench.analysis.intervals import describe, percent
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
 from nodebench.render.markdown import ci, machine_line
 
@@ -498,15 +498,83 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return parts
 
 
+def ab_sections(t: pd.DataFrame, look: dict | None) -> list[str]:
+    """The A/B target's answer: B's CPU per request over A's per peer group, its outcome, the rounds it took."""
+    if t.empty:
+        return ["", "## A/B", "", "A and B were not both measured in any round: no comparison."]
+    a, b = t["a"].iloc[0], t["b"].iloc[0]
+    margin = float(t["equivalence_margin"].iloc[0])
+    out = ["", f"## A/B: {b} (B) against {a} (A)", ""]
+    for r in t.itertuples():
+        said = outcomes.phrase(r.outcome if isinstance(r.outcome, str) else None, margin)
+        out.append(
+            f"- **{r.workload} at {r.connections} connections ({r.client}, {r.stop}): B costs {r.ratio:.3f}x A's "
+            f"event-loop CPU per request ({_bounds(r)}, {said})**: {r.us_per_req_b:.1f} us "
+            f"against {r.us_per_req_a:.1f} us; throughput {r.throughput_ratio:.3f}x. {r.pairs} paired rounds "
+            f"({r.interval} at a fixed n), half-width ±{r.half_width_log * 100:.1f} % on a log scale."
+        )
+    coverage = f"{percent(look['coverage_under_stopping'])} %" if look else ""
+    out += [
+        "",
+        "Each round measures A and B back to back, A first in odd rounds and B first in even ones (A B B A ...), so "
+        "a drift of the machine that is linear over two rounds cancels from the median of the rounds' B / A ratios. "
+        f"{' '.join(_ab_order(r) for r in t.itertuples())} "
+        "An A/B has no A/A twin, so cheaper or costlier means the interval lies wholly below or above 1; "
+        f"equivalent means it lies within ±{margin * 100:.0f} % (config's equivalence_margin, declared before the "
+        'data); anything else is inconclusive, which is not "the same". '
+        + (
+            f"The rounds stopped adaptively: each interval's coverage under the stopping rule is at least {coverage} "
+            "(simulated, docs/statistics.md#adaptive-rounds), not the fixed-n figure."
+            if look
+            else ""
+        ),
+    ]
+    if look:
+        out += ["", looks.sentence(look)]
+    for r in t.itertuples():
+        if r.preempted_rounds:
+            clean = f"{r.ratio_unpreempted:.3f}x over {r.pairs_unpreempted} rounds" if r.pairs_unpreempted else "none"
+            flag = (
+                "**more than half the interval's width away: preemption changed this answer; rerun on a quieter "
+                "machine**"
+                if r.preemption_matters
+                else "within half the interval's width"
+            )
+            out += [
+                "",
+                f"{r.workload} c{r.connections}: {r.preempted_rounds} of {r.pairs} rounds had a run flagged as "
+                f"preempted; without them the ratio is {clean}, {flag}.",
+            ]
+    gaps = t["pair_gap_s"].dropna()
+    if len(gaps):
+        out += [
+            "",
+            f"A pair's two runs started a median of {gaps.median():.0f} s apart (largest "
+            f"{t['pair_gap_max_s'].max():.0f} s).",
+        ]
+    return out
+
+
+def _bounds(r) -> str:
+    return "no interval" if pd.isna(r.ratio_lo) else f"{r.ratio_lo:.3f}–{r.ratio_hi:.3f}"
+
+
+def _ab_order(r) -> str:
+    return f"A ran first in {r.a_first_rounds} rounds and B in {r.b_first_rounds} on {r.workload} c{r.connections}."
+
+
 def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFrame, stopping: pd.DataFrame,
            generated_at: datetime, scenarios: pd.DataFrame | None = None,
-           versions: pd.DataFrame | None = None) -> str:  # fmt: skip
+           versions: pd.DataFrame | None = None, ab: pd.DataFrame | None = None,
+           look: dict | None = None) -> str:  # fmt: skip
     cpu_model = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
     parts = [f"# Experiment: {name}", ""]
     if description:
         parts += [description, ""]
     parts += [
         machine_line(runs),
+        *(ab_sections(ab, look) if ab is not None else []),
+        *(["", looks.sentence(look)] if look and ab is None else []),
         *(scenario_sections(scenarios, runs) if scenarios is not None and len(scenarios) else []),
         *(version_sections(versions, runs) if versions is not None and len(versions) else []),
         "",

@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
-from nodebench.analysis import outcomes
+from nodebench.analysis import looks, outcomes
 from nodebench.analysis.intervals import describe
 from nodebench.analysis.metrics import BASELINES, CELL, PEERS, headline, is_twin, twin_of
 from nodebench.catalogue.thresholds import (
@@ -663,11 +663,14 @@ def body(
     return blocks
 
 
-def render(runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime) -> str:
-    """The whole summary document, as Markdown."""
+def render(
+    runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime, look: dict | None = None
+) -> str:
+    """The whole summary document, as Markdown; look is where adaptive rounds stopped (None: fixed rounds)."""
     blocks = [
         Heading(1, "Summary"),
         *opening(runs, metrics),
+        *([Para(looks.sentence(look))] if look else []),
         *body(runs, metrics, scores),
         Para(f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs."),
     ]

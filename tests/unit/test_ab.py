@@ -1,0 +1,139 @@
+"""The A/B target and adaptive rounds: ABBA order, B over A with an outcome that can come out every way, looks."""
+
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_configcheck import SERVERS, shipped
+
+from nodebench import configcheck, plan, targets
+from nodebench.analysis import ab, looks
+
+
+def ab_config(**ab_overrides) -> dict:
+    config = copy.deepcopy(shipped())
+    config["ab"] = {**config["ab"], **ab_overrides}
+    return config
+
+
+def test_a_and_b_alternate_which_runs_first_round_by_round():
+    config = plan.with_ab(ab_config(a="express4", b="express", workloads=["point-lookup", "list"]))
+    p = plan.Plan(config)
+    for r in range(1, 21):
+        runs = sorted((v[0], k[2], k[1]) for k, v in p.runs.items() if k[0] == plan.AB and k[-1] == r)
+        order = [(workload, server) for _, server, workload in runs]
+        # Each workload's pair back to back: A then B in odd rounds, B then A in even ones.
+        for i in (0, 2):
+            assert order[i][0] == order[i + 1][0], order
+            assert [s for _, s in order[i : i + 2]] == (["express4", "express"] if r % 2 else ["express", "express4"])
+
+
+def test_an_ab_measures_its_own_pairs_even_where_another_block_measures_the_same_cells():
+    config = plan.with_ab(ab_config(a="express4", b="express"))
+    assert any(
+        "express4" in m["servers"] and "express" in m["servers"] for m in config["experiments"]["versions"]["matrices"]
+    )
+    p = plan.Plan(config)
+    assert {p.owner(plan.AB, *c, r) for c in plan.experiment_cells(config, plan.AB) for r in range(1, 21)} == {plan.AB}
+
+
+def test_an_ab_on_two_nodejs_majors_is_one_peer_group():
+    config = plan.with_ab(ab_config(a="express@node22", b="express@node24"))
+    cells = plan.experiment_cells(config, plan.AB)
+    assert [c[1] for c in cells] == ["express@node22", "express@node24"]
+    assert len({plan.peer_key(c) for c in cells}) == 1
+
+
+@pytest.mark.parametrize(
+    ("change", "phrase"),
+    [
+        ({"a": "expres"}, "config key 'ab.a' names 'expres', which has no file servers/<name>.js"),
+        ({"b": "express"}, "config keys 'ab.a' and 'ab.b' are both 'express'"),
+        ({"workloads": ["point-lokup"]}, "config key 'ab.workloads' names workload 'point-lokup'"),
+        ({"b": "express@node19"}, "config key 'ab.b' is 'express@node19': Node.js majors are 20 to 99"),
+    ],
+)
+def test_a_wrong_ab_is_named(change, phrase):
+    config = ab_config(**({"a": "express"} if "b" in change and change["b"] == "express" else {}) | change)
+    found = configcheck.problems(config, SERVERS)
+    assert any(phrase in p for p in found), found
+
+
+def test_numbers_from_the_command_line_are_read_as_numbers():
+    config = {"ab": {"a": "express", "duration_s": "2", "looks": ["2", "3"], "half_width": "0.5"}, "rounds": 1}
+    configcheck.typed_from_command_line(config)
+    assert config["ab"] == {"a": "express", "duration_s": 2, "looks": [2, 3], "half_width": 0.5}
+
+
+def runs_ab(ratio: float, rounds: int, noise: float, seed: int = 1, preempted_slow: dict | None = None):
+    """A/B runs of one peer group: A at 100 us, B at ratio x that, lognormal noise per run."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(1, rounds + 1):
+        for k, (server, true) in enumerate((("a", 100.0), ("b", 100.0 * ratio))):
+            slow = (preempted_slow or {}).get((server, r), 1.0)
+            us = true * np.exp(rng.normal(0, noise)) * slow
+            started = pd.Timestamp("2026-01-01", tz="UTC") + pd.Timedelta(
+                minutes=r, seconds=8 * (k if r % 2 else 1 - k)
+            )
+            rows.append({"workload": "point-lookup", "server": server, "connections": 50, "client": "wrk",
+                         "stopping_rule": "duration", "stop": "4s", "round": r, "us_per_req_elu": us,
+                         "us_per_req_cpu": us, "req_per_s": 0.99e6 / us, "started_at": started.isoformat(),
+                         "preempted": slow != 1.0, "session": "s"})  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "noise", "outcome"),
+    [(1.10, 0.01, "costlier"), (0.90, 0.01, "cheaper"), (1.0, 0.005, "equivalent"), (1.02, 0.15, "inconclusive")],
+)
+def test_every_outcome_can_come_out(ratio, noise, outcome):
+    t = ab.table(runs_ab(ratio, 10, noise), "a", "b")
+    assert len(t) == 1 and t["outcome"].iloc[0] == outcome, t.T
+    row = t.iloc[0]
+    assert row["ratio_lo"] <= row["ratio"] <= row["ratio_hi"] and row["pairs"] == 10
+    assert row["a_first_rounds"] == 5 and row["b_first_rounds"] == 5
+    assert row["half_width_log"] == pytest.approx((np.log(row["ratio_hi"]) - np.log(row["ratio_lo"])) / 2)
+
+
+def test_preempted_rounds_are_taken_out_and_a_changed_answer_is_flagged():
+    # B slowed 40 % in five of ten rounds, flagged: the median moves more than half the interval.
+    slow = {("b", r): 1.4 for r in (2, 3, 5, 8, 9)}
+    t = ab.table(runs_ab(1.0, 10, 0.01, preempted_slow=slow), "a", "b")
+    row = t.iloc[0]
+    assert row["preempted_rounds"] == 5 and row["pairs_unpreempted"] == 5
+    assert row["ratio_unpreempted"] == pytest.approx(1.0, abs=0.02)
+    assert bool(row["preemption_matters"]), row
+    quiet = ab.table(runs_ab(1.0, 10, 0.01), "a", "b").iloc[0]
+    assert quiet["preempted_rounds"] == 0 and not bool(quiet["preemption_matters"])
+
+
+def test_a_look_stops_only_when_every_interval_is_narrow_or_at_the_cap():
+    found = pd.DataFrame({"comparison": ["x", "y"], "half_width_log": [0.01, 0.05]})
+    assert looks.decide(found, 6, [6, 10], 0.03)["stop"] is False
+    assert looks.decide(found, 6, [6, 10], 0.06)["stop"] is True
+    capped = looks.decide(found, 10, [6, 10], 0.03)
+    assert capped["stop"] and capped["capped"] and [w["comparison"] for w in capped["wider_than_target"]] == ["y"]
+    assert "reached the cap of 10 rounds with 1 of 2 comparisons still wider" in looks.sentence(capped)
+    # No interval yet (NaN) is not narrow; no comparison at all never stops before the cap.
+    assert looks.decide(found.assign(half_width_log=np.nan), 6, [6, 10], 0.5)["stop"] is False
+    assert looks.decide(found.iloc[:0], 6, [6, 10], 0.5)["stop"] is False
+
+
+def test_the_coverage_stated_under_stopping_is_below_every_looks_fixed_n_coverage():
+    assert looks.stated_coverage([6, 10, 14, 20]) == pytest.approx(0.95858 - 0.015, abs=1e-4)
+    assert looks.stated_coverage([5, 10]) == pytest.approx(0.9375 - 0.015)
+
+
+def test_an_adaptive_block_reports_the_rounds_it_stopped_at_and_lends_only_its_first_look():
+    config = copy.deepcopy(shipped())
+    config["adaptive"] = {"half_width": 0.03, "looks": [3, 6]}
+    t = targets.Targets(config)
+    assert t.rounds(plan.MAIN_BLOCK) == 6  # planned at its cap until the workflow says where it stopped
+    t.stopped_at = lambda block: 3
+    assert {int(p.rsplit("/r", 1)[1][:-5]) for p in t.scope_records(targets.OVERALL)} == {1, 2, 3}
+    assert t.summary_inputs(targets.OVERALL)["look"] == "data/looks/main/n3.json"
+    # An experiment that could borrow main's runs borrows rounds up to main's first look only.
+    lent = {k[-1] for k in t.plan.groups if k[0] == plan.MAIN_BLOCK}
+    assert lent == {1, 2, 3}

@@ -1,0 +1,51 @@
+# Adaptive rounds (docs/statistics.md#adaptive-rounds): a block with `adaptive` is measured up to
+# its first look, looked at, and measured on to the next look only if some headline interval is
+# still wider than its target. Each look is a checkpoint: the rounds a scope reports are only
+# known once its looks have run, and T.rounds() asks them through stopped_at() below.
+checkpoint look:
+    input:
+        records=lambda wc: T.look_records(wc.block, int(wc.n)),
+        schema=targets.RUN_SCHEMA,
+        code=code("look.py"),
+    output:
+        look=targets.LOOK,
+    log:
+        "data/logs/look/{block}/n{n}.log",
+    wildcard_constraints:
+        n=r"\d+",
+    params:
+        looks=lambda wc: T.looks(wc.block),
+        half_width=lambda wc: plan.block_adaptive(config, wc.block)["half_width"],
+        ab=lambda wc: EXPERIMENTS.get(wc.block, {}).get("ab"),
+    script:
+        "../../scripts/look.py"
+
+
+def stopped_at(block):
+    """The rounds an adaptive block stopped at: its first look that says stop (the last one always does)."""
+    for n in T.looks(block):
+        with open(checkpoints.look.get(block=block, n=n).output.look) as f:
+            if json.load(f)["stop"]:
+                return n
+    return T.looks(block)[-1]
+
+
+T.stopped_at = stopped_at
+
+
+# The A/B target's comparison, B over A per peer group.
+rule compute_ab:
+    input:
+        runs=targets.table_path("{scope}", "runs"),
+        code=code("compute_ab.py"),
+    output:
+        ab=targets.table_path("{scope}", "ab"),
+    log:
+        "data/logs/compute_ab/{scope}.log",
+    wildcard_constraints:
+        scope="|".join(map(re.escape, filter(T.is_ab, EXPERIMENTS))) or "(?!)",
+    params:
+        ab=lambda wc: EXPERIMENTS[wc.scope]["ab"],
+        margin=config["equivalence_margin"],
+    script:
+        "../../scripts/compute_ab.py"

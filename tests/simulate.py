@@ -105,9 +105,7 @@ def analyse(runs: pd.DataFrame, effect: float) -> dict:
     }
 
 
-def adaptive(
-    runs: pd.DataFrame, effect: float, looks: list[int], half_width: float, stop_on: str = "width"
-) -> dict:
+def adaptive(runs: pd.DataFrame, effect: float, looks: list[int], half_width: float, stop_on: str = "width") -> dict:
     """The campaigns under adaptive rounds: each stops at its first look where every headline interval's
     half-width is at most half_width (nodebench.analysis.looks, as the workflow's look checkpoint decides),
     else at the last; fastify's interval and outcome are then taken at the rounds it stopped at.

@@ -8,6 +8,7 @@ Removing such a manifest makes its own job due; Snakemake then rebuilds every mi
 file it lists (the record: the cell is measured again) and everything after it.
 """
 
+import json
 import os
 from pathlib import Path
 
@@ -49,3 +50,93 @@ def drop_false_manifests(manifests, say=lambda line: None) -> list[Path]:
         )
         removed.append(manifest)
     return removed
+
+
+def drop_stale_looks(blocks: dict, say=lambda line: None, dry_run: bool = False) -> list[Path]:
+    """Remove each adaptive block's look that no longer holds, and every later look of that block; then, where a
+    block's looks do not reach a decision, the products that its decision feeds.
+
+    blocks maps a block to (looks, half_width, paths, inputs, products): its declared looks and target, a
+    function of n giving a look's file, one giving the files it was computed from, and the files made from the
+    rounds it stopped at (a scope's runs table, summary, page and manifest). A look holds while it was made for
+    the same looks and target and no input is missing or newer than it.
+
+    Two ways Snakemake (9.27) would otherwise keep a stale answer: it hands an input function an existing
+    checkpoint's output even when that checkpoint is about to run again (its params changed), so a stale look
+    would decide the rounds before its rerun could; and it does not follow a checkpoint that an existing
+    output's input function waits for, so a product made before the looks were complete would stand. Removed,
+    they are due. A dry run says what it would remove and removes nothing.
+    """
+    removed = []
+    for block, (looks, half_width, path_of, inputs_of, products) in blocks.items():
+        removed += _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run)
+        if _decided(looks, path_of):
+            continue
+        for product in map(Path, products):
+            if not product.is_file():
+                continue
+            if dry_run:
+                say(f"would remove {product}: the looks of {block} have not decided its rounds yet")
+                continue
+            try:
+                product.unlink()
+            except OSError as e:
+                say(f"{product} is made from rounds the looks of {block} have not decided, and cannot be removed: {e}")
+                continue
+            removed.append(product)
+        if any(Path(p) in removed for p in products):
+            say(f"the looks of {block} have not decided its rounds yet: removed what was made from them before")
+    return removed
+
+
+def _decided(looks: list[int], path_of) -> bool:
+    """Whether a block's existing looks reach one that says stop, with none missing before it."""
+    for n in looks:
+        try:
+            if json.loads(Path(path_of(n)).read_text()).get("stop"):
+                return True
+        except (OSError, ValueError):
+            return False
+    return False
+
+
+def _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run) -> list[Path]:
+    """The first look that no longer holds and every later one (made on its word)."""
+    removed = []
+    stale = None
+    for n in looks:
+        path = Path(path_of(n))
+        if not path.is_file():
+            continue
+        if stale is None:
+            stale = _why_stale(path, looks, half_width, inputs_of(n))
+            if stale is None:
+                continue
+        if dry_run:
+            say(f"{path} is stale ({stale}): would remove it")
+            continue
+        try:
+            path.unlink()
+        except OSError as e:
+            say(f"{path} is stale ({stale}) and cannot be removed: {e}")
+            continue
+        say(f"{path} is stale ({stale}): removed, so that the look after {n} rounds of {block} is made again")
+        removed.append(path)
+    return removed
+
+
+def _why_stale(path: Path, looks: list[int], half_width: float, inputs) -> str | None:
+    try:
+        look = json.loads(path.read_text())
+        made = path.stat().st_mtime
+    except (OSError, ValueError) as e:
+        return f"unreadable: {e}"
+    if look.get("looks") != list(looks) or look.get("half_width_target") != half_width:
+        return f"made for looks {look.get('looks')} and target {look.get('half_width_target')}"
+    for p in inputs:
+        try:
+            if os.stat(p).st_mtime > made:
+                return f"{p} is newer"
+        except FileNotFoundError:
+            return f"{p} is missing"
+    return None

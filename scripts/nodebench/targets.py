@@ -159,6 +159,35 @@ class Targets:
         """The records an adaptive block's look after n rounds reads: the block's scope's, rounds 1 to n."""
         return self._records(OVERALL if block == plan.MAIN_BLOCK else block, n)
 
+    def look_inputs(self, block: str, n: int) -> list[str]:
+        """Every file a look is made from: its records, the run schema and its code (the look rule's inputs)."""
+        return [*self.look_records(block, n), RUN_SCHEMA, *code("look.py")]
+
+    def adaptive_blocks(self) -> dict:
+        """Per adaptive block: (looks, half_width, the path of look n, the inputs of look n, its products), for
+        recovery.drop_stale_looks."""
+        return {
+            block: (
+                self.looks(block),
+                plan.block_adaptive(self.config, block)["half_width"],
+                lambda n, b=block: self.look_path(b, n),
+                lambda n, b=block: self.look_inputs(b, n),
+                self.block_products(block),
+            )
+            for block in [plan.MAIN_BLOCK, *self.experiments]
+            if self.looks(block)
+        }
+
+    def block_products(self, block: str) -> list[str]:
+        """What is made from the rounds a block stopped at: each of its scopes' runs table, summary, page and
+        manifest (reports/all among them for the main matrix)."""
+        scopes = [OVERALL, *self.workloads] if block == plan.MAIN_BLOCK else [block]
+        found = ["reports/all"] if block == plan.MAIN_BLOCK else []
+        for scope in scopes:
+            found += [table_path(scope, "runs"), SUMMARY.format(scope=scope), PAGE.format(scope=scope)]
+            found.append(MANIFEST.format(scope=scope))
+        return found
+
     def is_ab(self, scope: str) -> bool:
         """The A/B target's scope: two builds of one server measured in turns (config's `ab`)."""
         return scope in self.experiments and "ab" in self.experiments[scope]

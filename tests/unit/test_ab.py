@@ -1,6 +1,9 @@
 """The A/B target and adaptive rounds: ABBA order, B over A with an outcome that can come out every way, looks."""
 
 import copy
+import json
+import os
+import time
 
 import numpy as np
 import pandas as pd
@@ -137,3 +140,34 @@ def test_an_adaptive_block_reports_the_rounds_it_stopped_at_and_lends_only_its_f
     # An experiment that could borrow main's runs borrows rounds up to main's first look only.
     lent = {k[-1] for k in t.plan.groups if k[0] == plan.MAIN_BLOCK}
     assert lent == {1, 2, 3}
+
+
+def test_a_stale_look_and_what_was_made_before_the_looks_decided_are_removed(tmp_path):
+    from nodebench import recovery
+
+    record, product = tmp_path / "r1.json", tmp_path / "summary.md"
+    record.write_text("{}")
+
+    def look(n, stop, half_width=0.03):
+        (tmp_path / f"n{n}.json").write_text(json.dumps({"looks": [2, 3], "half_width_target": half_width,
+                                                          "stop": stop}))  # fmt: skip
+
+    def blocks(half_width=0.03):
+        return {"b": ([2, 3], half_width, lambda n: tmp_path / f"n{n}.json", lambda n: [record], [product])}
+
+    said = []
+    # Decided at the first look: nothing is touched.
+    look(2, True)
+    product.write_text("x")
+    assert recovery.drop_stale_looks(blocks(), said.append) == [] and product.exists()
+    # Another target: the look is stale; with it gone nothing is decided, so the product goes too.
+    assert recovery.drop_stale_looks(blocks(0.05), said.append) == [tmp_path / "n2.json", product]
+    assert "made for looks [2, 3] and target 0.03" in said[0]
+    # A record newer than the look makes it stale; a dry run only says so.
+    look(2, False)
+    look(3, True)
+    product.write_text("x")
+    os.utime(record, (time.time() + 10, time.time() + 10))
+    assert recovery.drop_stale_looks(blocks(), said.append, dry_run=True) == []
+    assert (tmp_path / "n2.json").exists() and product.exists() and "would remove" in said[-1]
+    assert recovery.drop_stale_looks(blocks(), said.append) == [tmp_path / "n2.json", tmp_path / "n3.json", product]

@@ -6,7 +6,7 @@ checkpoint look:
     input:
         records=lambda wc: T.look_records(wc.block, int(wc.n)),
         schema=targets.RUN_SCHEMA,
-        code=code("look.py"),
+        code=code("look.py"),  # the three are T.look_inputs(), which a stale look is checked against
     output:
         look=targets.LOOK,
     log:

@@ -76,6 +76,8 @@ def say(line):
 # and everything after it; otherwise the run would find nothing to do.
 if workflow.is_main_process:
     recovery.drop_false_manifests(T.manifests(), say)
+    # A look made for other looks or another target, or before its records, decides nothing: made again.
+    recovery.drop_stale_looks(T.adaptive_blocks(), say, dry_run=workflow.dryrun)
 
 
 # --- Input functions: each delegates to nodebench.targets ----------------------------

@@ -4,11 +4,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from nodebench.analysis.metrics import geomean_scores
+from nodebench.analysis.metrics import RUN_COLUMNS, geomean_scores
 
 
 def main(sm) -> None:
-    scores = geomean_scores(pd.read_parquet(sm.input.metrics))
+    # The runs give each round's score, for its interval.
+    runs = pd.read_parquet(sm.input.runs, columns=RUN_COLUMNS)
+    scores = geomean_scores(pd.read_parquet(sm.input.metrics), runs)
     scores.to_parquet(sm.output.scores, index=False)
     Path(sm.log[0]).write_text(f"{len(scores)} servers scored -> {sm.output.scores}\n")
 

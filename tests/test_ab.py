@@ -73,4 +73,5 @@ def test_adaptive_rounds_of_the_main_matrix_stop_where_their_look_says(copy: Pat
     assert rounds == {1, 2}
     summary = (copy / "reports/empty/summary.md").read_text()
     assert "Adaptive rounds: looks after 2, 4 rounds" in summary and "It stopped after 2 rounds" in summary
+    assert "Adaptive rounds: looks after 2, 4 rounds" in (copy / "reports/empty/index.html").read_text()
     assert not leftovers(copy)

@@ -171,3 +171,12 @@ def test_a_stale_look_and_what_was_made_before_the_looks_decided_are_removed(tmp
     assert recovery.drop_stale_looks(blocks(), said.append, dry_run=True) == []
     assert (tmp_path / "n2.json").exists() and product.exists() and "would remove" in said[-1]
     assert recovery.drop_stale_looks(blocks(), said.append) == [tmp_path / "n2.json", tmp_path / "n3.json", product]
+
+
+def test_every_column_of_the_ab_table_is_in_the_data_dictionary():
+    import yaml
+
+    from conftest import REPO
+
+    dictionary = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())["ab"]
+    assert list(dictionary) == ab.COLUMNS

@@ -114,6 +114,46 @@ def test_geometric_mean_score():
     assert scores["fastify"] == pytest.approx(100 * np.sqrt(50 / 60 * 750 / 760))
 
 
+def test_the_score_is_taken_per_round_with_its_interval_and_says_which_cells_are_server_bound():
+    got = metrics.compute_metrics(EXPRESS_FASTIFY)
+    scores = metrics.geomean_scores(got, EXPRESS_FASTIFY).set_index("server")
+    # express's per-round scores: node-http 50 over express 300, 290, 310 on empty; 750/1000 on list.
+    per_round = [100 * np.sqrt(50 / us * 0.75) for us in (300.0, 290.0, 310.0)]
+    assert scores.loc["express", "score"] == pytest.approx(np.median(per_round))
+    assert scores.loc["express", "score_lo"] == pytest.approx(min(per_round))
+    assert scores.loc["express", "score_hi"] == pytest.approx(max(per_round))
+    assert scores.loc["express", "rounds"] == 3 and scores.loc["express", "interval"] == "n=3: min-max, 75 %"
+    # list/fastify's ELU is 0.9: not server-bound, so fastify's score is not all server-bound.
+    assert scores.loc["fastify", "cells"] == 2 and scores.loc["fastify", "server_bound_cells"] == 1
+    assert not scores.loc["fastify", "server_bound"] and scores.loc["express", "server_bound"]
+    # Without runs (the old call) the score is the geometric mean of the medians, with no interval.
+    old = metrics.geomean_scores(got).set_index("server")
+    assert old.loc["express", "rounds"] == 0 and np.isnan(old.loc["express", "score_lo"])
+
+
+def test_a_ratio_that_preempted_rounds_move_is_flagged_and_one_they_do_not_is_not():
+    rows = []
+    for r in range(1, 8):
+        slow = 1.5 if r in (1, 2, 3, 4) else 1.0  # express slowed by half in four of seven rounds, flagged
+        rows += [
+            ("empty", "express", 50, r, 100.0, 300.0 * slow, 1.0, 0.3),
+            ("empty", "node-http", 50, r, 500.0, 50.0, 1.0, 0.3),
+        ]
+    runs = runs_from(rows)
+    runs["preempted"] = (runs["server"] == "express") & runs["round"].isin([1, 2, 3, 4])
+    got = metrics.compute_metrics(runs).set_index(["workload", "server"])
+    row = got.loc[("empty", "express")]
+    assert row["cost_vs_node_http_unpreempted"] == pytest.approx(6.0)
+    assert bool(row["preemption_matters_vs_node_http"]), row[
+        ["cost_vs_node_http", "cost_vs_node_http_lo", "cost_vs_node_http_hi"]
+    ]
+    text = markdown.comparisons(got.reset_index())
+    assert "moves 2 of the 2 ratios by more than half their interval" in text  # express/node-http and its inverse
+    assert "empty/express c50 against node-http (9.00x, 6.00x without)" in text
+    quiet = metrics.compute_metrics(runs.assign(preempted=False)).reset_index()
+    assert "moves none of these ratios" in markdown.comparisons(quiet)
+
+
 def test_every_metrics_column_is_in_the_data_dictionary():
     got = metrics.compute_metrics(EXPRESS_FASTIFY)
     assert set(got.columns) == set(DICTIONARY["metrics"])

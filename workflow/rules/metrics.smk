@@ -17,6 +17,7 @@ rule compute_metrics:
 # The score ranks servers over the matrix's workloads; an experiment has no such ranking.
 rule compute_scores:
     input:
+        runs=targets.table_path("{scope}", "runs"),
         metrics=targets.table_path("{scope}", "metrics"),
         code=code("compute_scores.py"),
     output:

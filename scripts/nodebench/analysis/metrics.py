@@ -163,6 +163,7 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
         out |= {f"{label}_{prefix}": median, f"{label}_{prefix}_lo": lo, f"{label}_{prefix}_hi": hi}
         if label == "cost":
             out |= {f"pairs_{prefix}": np.where(has, n, 0), f"pair_coverage_{prefix}": cover}
+            out |= _without_preempted(samples, rows, other, ratio, median, lo, hi, prefix)
     crossed = np.zeros(len(partner), dtype=int)
     if "session" in samples.runs:
         session = samples.sessions()
@@ -179,6 +180,22 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
         gap_max[rows[some]] = np.nanmax(apart[some], axis=1)
     out[f"gap_s_{prefix}"], out[f"gap_s_{prefix}_max"] = gap, gap_max
     return out
+
+
+def _without_preempted(samples, rows, other, ratio, median, lo, hi, prefix) -> dict[str, np.ndarray]:
+    """The cost ratio's median over the rounds in which neither run was flagged as preempted, and where it lies
+    more than half the interval's width (log scale) from the median of all rounds."""
+    clean = ratio.copy()
+    if "preempted" in samples.runs:
+        flagged = np.nan_to_num(samples("preempted", fill=0.0)) > 0
+        spoiled = np.zeros(ratio.shape, dtype=bool)
+        spoiled[rows] = flagged[rows] | flagged[other]
+        clean[spoiled] = np.nan
+    clean_median = intervals.median_interval(clean)[0] if len(clean) else np.zeros(0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        half = (np.log(hi) - np.log(lo)) / 2
+        matters = np.abs(np.log(clean_median) - np.log(median)) > half
+    return {f"cost_{prefix}_unpreempted": clean_median, f"preemption_matters_{prefix}": matters}
 
 
 def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
@@ -307,24 +324,96 @@ def compute_metrics(runs: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN)
     )
 
 
-def geomean_scores(metrics: pd.DataFrame) -> pd.DataFrame:
-    """Per server: 100 x geometric mean over workloads of 1 / cost_vs_node_http (node-http = 100; higher is cheaper).
+#: The scores table's columns (workflow/schemas/metrics.dictionary.yaml, scores).
+SCORE_COLUMNS = [
+    "server", "score", "score_lo", "score_hi", "rounds", "interval", "workloads", "cells", "server_bound_cells",
+    "server_bound", "score_unpreempted", "preemption_matters",
+]  # fmt: skip
 
-    cost_vs_node_http is the paired per-round ratio of CPU per request. Within a
-    workload the connection levels are averaged geometrically first, so a workload
-    measured at four connection counts weighs no more than one measured at one. The
-    A/A control's twin is not ranked.
+
+def geomean_scores(metrics: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per server: 100 x geometric mean over workloads of 1 / cost vs node-http (node-http = 100; higher is cheaper).
+
+    Within a workload the connection levels are averaged geometrically first, so a workload
+    measured at four connection counts weighs no more than one measured at one. The A/A
+    control's twin is not ranked. With the runs, the score is taken **per round**, from each
+    cell's paired ratio of that round (a round counts where every cell of the server has one),
+    and reported as the median over rounds with its order-statistic interval and n; without
+    them (older callers), from the cells' median ratios, with no interval.
+
+    Also: how many of the server's cells are server-bound (server_bound: all of them; a score
+    over cells limited by the client or the database says less about the framework), and the
+    same score from the cells' medians without the rounds in which either run was preempted,
+    flagged where it lies more than half the interval's width (log scale) from the score.
     """
     rel = metrics[~metrics["server"].astype(str).map(is_twin)].dropna(subset=["cost_vs_node_http"])
+    if rel.empty:
+        return pd.DataFrame(columns=SCORE_COLUMNS)
     rel = rel.assign(log_rel=lambda d: -np.log(d["cost_vs_node_http"]))
-    per_workload = rel.groupby(["server", "workload"], observed=True)["log_rel"].mean().reset_index()
-    return (
+    if "cost_vs_node_http_unpreempted" in rel:
+        rel = rel.assign(log_clean=-np.log(rel["cost_vs_node_http_unpreempted"]))
+    else:
+        rel = rel.assign(log_clean=rel["log_rel"])
+    bound = rel["saturation"].astype(str) == "server-bound" if "saturation" in rel else pd.Series(False, rel.index)
+    rel = rel.assign(_bound=bound.to_numpy())
+    per_workload = rel.groupby(["server", "workload"], observed=True)[["log_rel", "log_clean"]].mean().reset_index()
+    out = (
         per_workload.groupby("server", observed=True)
-        .agg(score=("log_rel", lambda s: 100 * float(np.exp(s.mean()))), workloads=("workload", "nunique"))
+        .agg(
+            score=("log_rel", lambda s: 100 * float(np.exp(s.mean()))),
+            score_unpreempted=("log_clean", lambda s: 100 * float(np.exp(s.mean()))),
+            workloads=("workload", "nunique"),
+        )
         .reset_index()
-        .sort_values("score", ascending=False)
-        .reset_index(drop=True)
+        .merge(
+            rel.groupby("server", observed=True)
+            .agg(cells=("workload", "size"), server_bound_cells=("_bound", "sum"))
+            .reset_index(),
+            on="server",
+        )
     )
+    out["server_bound"] = out["cells"] == out["server_bound_cells"]
+    out["score_lo"], out["score_hi"], out["rounds"] = np.nan, np.nan, 0
+    if runs is not None:
+        per_round = _round_scores(runs, rel)
+        for k, server in enumerate(out["server"].astype(str)):
+            values = per_round.get(server)
+            if values is None:
+                continue
+            median, lo, hi, n, _ = intervals.median_interval(values[None, :])
+            out.loc[k, ["score", "score_lo", "score_hi", "rounds"]] = [median[0], lo[0], hi[0], int(n[0])]
+    out["rounds"] = out["rounds"].astype(int)
+    out["interval"] = [intervals.describe(int(n)) for n in out["rounds"]]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        half = (np.log(out["score_hi"]) - np.log(out["score_lo"])) / 2
+        shift = np.abs(np.log(out["score_unpreempted"]) - np.log(out["score"]))
+    out["preemption_matters"] = (shift > half).fillna(False).astype(bool)
+    return out[SCORE_COLUMNS].sort_values("score", ascending=False).reset_index(drop=True)
+
+
+def _round_scores(runs: pd.DataFrame, rel: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Per server, its score in each round (NaN where a cell lacks that round's ratio), from the paired ratios."""
+    samples = Samples(runs)
+    keys = samples.keys.astype({c: str for c in ("workload", "server", "client", "stopping_rule", "stop")})
+    partner = _partner(samples.keys, "node-http")
+    cost = samples("us_per_req_elu")
+    ratio = np.full(cost.shape, np.nan)
+    has = partner >= 0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio[has] = cost[has] / cost[partner[has]]
+    wanted = rel[CELL].astype({c: str for c in ("workload", "server", "client", "stopping_rule", "stop")})
+    index = {tuple(r): i for i, r in enumerate(keys[CELL].itertuples(index=False))}
+    out = {}
+    for server, cells in wanted.groupby("server", observed=True):
+        found = [(index[tuple(r)], r.workload) for r in cells[CELL].itertuples(index=False) if tuple(r) in index]
+        if not found:
+            continue
+        rows, workloads = [i for i, _ in found], np.array([w for _, w in found])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs = -np.log(ratio[rows])  # (cells x rounds)
+        per_workload = np.vstack([logs[workloads == w].mean(axis=0) for w in dict.fromkeys(workloads)])
+        out[str(server)] = 100 * np.exp(per_workload.mean(axis=0))  # NaN where any cell lacks the round
+    return out
 
 
 def headline(metrics: pd.DataFrame) -> pd.DataFrame:

@@ -12,6 +12,7 @@ import json
 import pandas as pd
 import vl_convert
 
+from nodebench.analysis import looks
 from nodebench.render import markdown
 from nodebench.render.chart_list import CHART_LIST
 from nodebench.render.document import Block, Heading, Para, Raw, parse_markdown, to_html
@@ -78,6 +79,7 @@ def render(
     summary_href: str = "summary.md",
     elsewhere: list[tuple[str, str, str]] = (),
     ledger_href: str | None = None,
+    look: dict | None = None,
 ) -> str:
     """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart.
 
@@ -86,11 +88,12 @@ def render(
     summary_href: where the whole metrics table and summary.md are, relative to the page.
     elsewhere: the other reports, (name, href relative to the page, what it asks), linked at the end.
     ledger_href: the claims ledger's page, relative to this one, linked at the end when given.
+    look: where adaptive rounds stopped (the block's last look), said after the opening; None for fixed rounds.
     """
     charts, embeds = chart_blocks(specs)
     if scores is not None:
         title = TITLE
-        opening = markdown.opening(runs, metrics)
+        opening = markdown.opening(runs, metrics) + ([Para(looks.sentence(look))] if look else [])
         rest = markdown.body(runs, metrics, scores, limit=TABLE_ROWS, metrics_href=metrics_href)
     else:
         name, opening, rest = split_summary(summary_md)

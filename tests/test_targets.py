@@ -136,7 +136,7 @@ def test_the_ab_target_answers_with_an_outcome_and_its_rounds(built):
     answer = next(line for line in summary.splitlines() if line.startswith("- **point-lookup at 50 connections"))
     assert re.search(r"B costs \d\.\d{3}x A's event-loop CPU per request \(\d\.\d{3}–\d\.\d{3}, "
                      r"(cheaper|costlier|equivalent within ±5 %|inconclusive)\)", answer), answer  # fmt: skip
-    look = json.loads(next((dest / "data/looks/ab").glob("n*.json")).read_text())
+    look = json.loads(next((dest / "data/looks" / plan.AB / a / b).glob("n*.json")).read_text())
     assert look["looks"] == config["ab"]["looks"]
     assert "Adaptive rounds: looks after 6, 10, 14, 20 rounds" in summary
 

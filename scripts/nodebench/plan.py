@@ -153,6 +153,12 @@ def block_looks(config: dict, block: str) -> list[int] | None:
     return sorted(int(n) for n in adaptive["looks"]) if adaptive else None
 
 
+def block_name(config: dict, name: str) -> str:
+    """The block an experiment measures in, and the folder its records live in: its name, or the A/B target's
+    ab/<a>/<b>, so that another pair never takes this pair's records (each A was measured beside its own B)."""
+    return config["experiments"][name].get("block", name)
+
+
 def block_order(config: dict, block: str) -> str:
     """How a block orders each peer group's servers within a round: "shuffled", or "abba" (A/B target)."""
     return "shuffled" if block == MAIN_BLOCK else config["experiments"][block].get("order", "shuffled")
@@ -196,6 +202,7 @@ def ab_experiment(ab: dict) -> dict:
             "A B B A, until the interval is known or the cap is reached."
         ),
         "order": "abba",
+        "block": f"{AB}/{ab['a']}/{ab['b']}",
         "ab": [ab["a"], ab["b"]],
         "adaptive": {"half_width": ab["half_width"], "looks": list(ab["looks"])},
         "matrices": matrices,
@@ -286,8 +293,8 @@ class Plan:
         self._add(MAIN_BLOCK, main_cells(config), main_rounds(config), seed, block_looks(config, MAIN_BLOCK))
         for name in config.get("experiments") or {}:
             self._add(
-                name, experiment_cells(config, name), experiment_rounds(config, name), f"{seed}/{name}",
-                block_looks(config, name), block_order(config, name),
+                block_name(config, name), experiment_cells(config, name), experiment_rounds(config, name),
+                f"{seed}/{name}", block_looks(config, name), block_order(config, name),
             )  # fmt: skip
 
     def _add(self, block: str, cells: list[tuple], rounds: int, seed, looks=None, order="shuffled") -> None:

@@ -126,6 +126,9 @@ class Targets:
         #: block -> the rounds an adaptive block stopped at. The workflow sets it to read its looks (checkpoints);
         #: without it, an adaptive block is planned at its cap.
         self.stopped_at = None
+        #: experiment -> the block it measures in (its name; ab/<a>/<b> for the A/B target), and back.
+        self.block_names = {name: plan.block_name(config, name) for name in self.experiments}
+        self.experiment_of = {block: name for name, block in self.block_names.items()}
 
     # --- cells and runs ------------------------------------------------------------------
     def main_runs(self, rounds: int | None = None) -> list[tuple]:
@@ -141,23 +144,35 @@ class Targets:
     # --- adaptive rounds -----------------------------------------------------------------
     def block_of(self, scope: str) -> str:
         """The block whose rounds a scope reports: an experiment's own, else the main matrix's."""
-        return scope if scope in self.experiments else plan.MAIN_BLOCK
+        return self.block_names.get(scope, plan.MAIN_BLOCK)
+
+    def _owner(self, block: str) -> str:
+        """The config entry of a block: MAIN_BLOCK, or the experiment that measures in it."""
+        return self.experiment_of.get(block, plan.MAIN_BLOCK)
 
     def looks(self, block: str) -> list[int] | None:
-        return plan.block_looks(self.config, block)
+        return plan.block_looks(self.config, self._owner(block))
+
+    def adaptive(self, block: str) -> dict | None:
+        return plan.block_adaptive(self.config, self._owner(block))
+
+    def ab_pair(self, block: str) -> list[str] | None:
+        """The A/B target's [a, b] for its block; None for any other block."""
+        return self.experiments.get(self._owner(block), {}).get("ab")
 
     def rounds(self, block: str) -> int:
         """How many rounds a block's scopes report: its fixed rounds, or where its looks stopped it."""
         if self.looks(block) and self.stopped_at is not None:
             return self.stopped_at(block)
-        return plan.main_rounds(self.config) if block == plan.MAIN_BLOCK else plan.experiment_rounds(self.config, block)
+        owner = self._owner(block)
+        return plan.main_rounds(self.config) if owner == plan.MAIN_BLOCK else plan.experiment_rounds(self.config, owner)
 
     def look_path(self, block: str, n: int) -> str:
         return LOOK.format(block=block, n=n)
 
     def look_records(self, block: str, n: int) -> list[str]:
         """The records an adaptive block's look after n rounds reads: the block's scope's, rounds 1 to n."""
-        return self._records(OVERALL if block == plan.MAIN_BLOCK else block, n)
+        return self._records(OVERALL if block == plan.MAIN_BLOCK else self._owner(block), n)
 
     def look_inputs(self, block: str, n: int) -> list[str]:
         """Every file a look is made from: its records, the run schema and its code (the look rule's inputs)."""
@@ -169,19 +184,19 @@ class Targets:
         return {
             block: (
                 self.looks(block),
-                plan.block_adaptive(self.config, block)["half_width"],
+                self.adaptive(block)["half_width"],
                 lambda n, b=block: self.look_path(b, n),
                 lambda n, b=block: self.look_inputs(b, n),
                 self.block_products(block),
             )
-            for block in [plan.MAIN_BLOCK, *self.experiments]
+            for block in [plan.MAIN_BLOCK, *self.block_names.values()]
             if self.looks(block)
         }
 
     def block_products(self, block: str) -> list[str]:
         """What is made from the rounds a block stopped at: each of its scopes' runs table, summary, page and
         manifest (reports/all among them for the main matrix)."""
-        scopes = [OVERALL, *self.workloads] if block == plan.MAIN_BLOCK else [block]
+        scopes = [OVERALL, *self.workloads] if block == plan.MAIN_BLOCK else [self._owner(block)]
         found = ["reports/all"] if block == plan.MAIN_BLOCK else []
         for scope in scopes:
             found += [table_path(scope, "runs"), SUMMARY.format(scope=scope), PAGE.format(scope=scope)]
@@ -304,7 +319,7 @@ class Targets:
 
     def _records(self, scope: str, rounds: int) -> list[str]:
         if scope in self.experiments:
-            found, block = self.experiment_runs(scope, rounds), scope
+            found, block = self.experiment_runs(scope, rounds), self.block_of(scope)
         else:
             found = [c for c in self.main_runs(rounds) if scope == OVERALL or c[0] == scope]
             block = plan.MAIN_BLOCK

@@ -24,7 +24,7 @@ def test_a_and_b_alternate_which_runs_first_round_by_round():
     config = plan.with_ab(ab_config(a="express4", b="express", workloads=["point-lookup", "list"]))
     p = plan.Plan(config)
     for r in range(1, 21):
-        runs = sorted((v[0], k[2], k[1]) for k, v in p.runs.items() if k[0] == plan.AB and k[-1] == r)
+        runs = sorted((v[0], k[2], k[1]) for k, v in p.runs.items() if k[0] == "ab/express4/express" and k[-1] == r)
         order = [(workload, server) for _, server, workload in runs]
         # Each workload's pair back to back: A then B in odd rounds, B then A in even ones.
         for i in (0, 2):
@@ -38,7 +38,18 @@ def test_an_ab_measures_its_own_pairs_even_where_another_block_measures_the_same
         "express4" in m["servers"] and "express" in m["servers"] for m in config["experiments"]["versions"]["matrices"]
     )
     p = plan.Plan(config)
-    assert {p.owner(plan.AB, *c, r) for c in plan.experiment_cells(config, plan.AB) for r in range(1, 21)} == {plan.AB}
+    block = plan.block_name(config, plan.AB)
+    assert block == "ab/express4/express"
+    assert {p.owner(block, *c, r) for c in plan.experiment_cells(config, plan.AB) for r in range(1, 21)} == {block}
+
+
+def test_another_pair_never_takes_this_pairs_records():
+    """express measured beside express4 is not express measured beside express-lean: each pair has its own folder."""
+    one = targets.Targets(plan.with_ab(ab_config(a="express4", b="express")))
+    other = targets.Targets(plan.with_ab(ab_config(a="express", b="express-lean")))
+    express = [p for p in one.scope_records(plan.AB) if p.split("/")[6] == "express"]
+    assert express and not set(express) & set(other.scope_records(plan.AB))
+    assert express[0].startswith("data/runs/ab/express4/express/point-lookup/express/")
 
 
 def test_an_ab_on_two_nodejs_majors_is_one_peer_group():

@@ -19,7 +19,7 @@ def shipped_targets() -> targets.Targets:
 
 def _scope_runs(t: targets.Targets, scope: str) -> list[tuple]:
     if scope in t.experiments:
-        return [(scope, *run) for run in t.experiment_runs(scope)]
+        return [(t.block_of(scope), *run) for run in t.experiment_runs(scope)]
     return [(plan.MAIN_BLOCK, *run) for run in t.main_runs() if scope == targets.OVERALL or run[0] == scope]
 
 

@@ -15,8 +15,8 @@ checkpoint look:
         n=r"\d+",
     params:
         looks=lambda wc: T.looks(wc.block),
-        half_width=lambda wc: plan.block_adaptive(config, wc.block)["half_width"],
-        ab=lambda wc: EXPERIMENTS.get(wc.block, {}).get("ab"),
+        half_width=lambda wc: T.adaptive(wc.block)["half_width"],
+        ab=lambda wc: T.ab_pair(wc.block),
     script:
         "../../scripts/look.py"
 

@@ -151,7 +151,7 @@ wildcard_constraints:
     workload="|".join(map(re.escape, sorted({c[0] for c in _runs}))),
     connections=r"\d+",
     round=r"\d+",
-    block="|".join(map(re.escape, [plan.MAIN_BLOCK, *EXPERIMENTS])),
+    block="|".join(map(re.escape, [plan.MAIN_BLOCK, *T.block_names.values()])),
     client="|".join(CLIENTS),
     stop=r"\d+(\.\d+)?s|\d+req",
     scope="|".join(map(re.escape, SCOPES)),

@@ -1,7 +1,7 @@
 # Adaptive rounds (docs/statistics.md#adaptive-rounds): a block with `adaptive` is measured up to
 # its first look, looked at, and measured on to the next look only if some headline interval is
 # still wider than its target. Each look is a checkpoint: the rounds a scope reports are only
-# known once its looks have run, and T.rounds() asks them through stopped_at() below.
+# known once its looks have run, and T.rounds() asks them through stopped_at() (common.smk).
 checkpoint look:
     input:
         records=lambda wc: T.look_records(wc.block, int(wc.n)),
@@ -19,18 +19,6 @@ checkpoint look:
         ab=lambda wc: T.ab_pair(wc.block),
     script:
         "../../scripts/look.py"
-
-
-def stopped_at(block):
-    """The rounds an adaptive block stopped at: its first look that says stop (the last one always does)."""
-    for n in T.looks(block):
-        with open(checkpoints.look.get(block=block, n=n).output.look) as f:
-            if json.load(f)["stop"]:
-                return n
-    return T.looks(block)[-1]
-
-
-T.stopped_at = stopped_at
 
 
 # The A/B target's comparison, B over A per peer group.

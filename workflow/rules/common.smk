@@ -132,6 +132,20 @@ def summary_inputs(wildcards):
     return T.summary_inputs(wildcards.scope)
 
 
+def stopped_at(block):
+    """The rounds an adaptive block stopped at: its first look that says stop (the last one always does).
+    Each look is the checkpoint `look` (adaptive.smk): asking for one not yet made makes Snakemake run it.
+    """
+    for n in T.looks(block):
+        with open(checkpoints.look.get(block=block, n=n).output.look) as f:
+            if json.load(f)["stop"]:
+                return n
+    return T.looks(block)[-1]
+
+
+T.stopped_at = stopped_at
+
+
 onstart:
     # After a hard kill: a dead job's scratch space, and whatever of it still runs.
     workspace.sweep(workspace.bases(config["scratch_dir"]), say)

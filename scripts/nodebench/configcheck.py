@@ -46,13 +46,36 @@ def typed_from_command_line(config: dict) -> None:
     def typed(value):
         if isinstance(value, list):
             return [typed(v) for v in value]
-        if isinstance(value, str) and re.fullmatch(r"-?\d+(\.\d*)?([eE]-?\d+)?", value):
+        if isinstance(value, str) and re.fullmatch(r"-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?", value):
             return yaml.safe_load(value)
         return value
 
     for key in ("ab", "adaptive"):
+        if isinstance(config.get(key), str) and config[key].strip() in ("null", "~", "none", "None", ""):
+            config[key] = None  # --config adaptive=null: off, as config.yaml writes it
         if isinstance(config.get(key), dict):
             config[key] = {k: typed(v) for k, v in config[key].items()}
+
+
+def section_problems(config: dict, schema: dict) -> list[str]:
+    """`ab` and `adaptive` (top level and each experiment's) checked against their own definitions, so that a bad
+    value is named by its key ('ab.half_width') rather than as a mapping 'not valid under any of the given
+    schemas'."""
+    import jsonschema
+
+    found = []
+    sections = [("ab", config.get("ab"), "ab"), ("adaptive", config.get("adaptive"), "adaptive")]
+    for name, experiment in (config.get("experiments") or {}).items():
+        if isinstance(experiment, dict) and experiment.get("adaptive") is not None:
+            sections.append((f"experiments.{name}.adaptive", experiment["adaptive"], "adaptive"))
+    for where, value, definition in sections:
+        if value is None:
+            continue
+        validator = jsonschema.Draft202012Validator({**schema["$defs"][definition], "$defs": schema["$defs"]})
+        for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
+            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+            found.append(f"config key '{where}{path}': {error.message}")
+    return found
 
 
 def available_servers(servers_dir: Path) -> list[str]:
@@ -168,7 +191,8 @@ def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
         yield from _servers([server], f"ab.{side}", available)
         if node != plan.SYSTEM_NODE and not 20 <= int(node) <= 99:
             yield f"config key 'ab.{side}' is {ab[side]!r}: Node.js majors are 20 to 99"
-    if ab["a"] == ab["b"]:
+    a, b = (plan.runtime(ab[side]) for side in ("a", "b"))
+    if a[0] == b[0] and (a[1] == b[1] or (plan.SYSTEM_NODE not in (a[1], b[1]) and int(a[1]) == int(b[1]))):
         yield f"config keys 'ab.a' and 'ab.b' are both {ab['a']!r}: an A/B compares two different builds"
     yield from _workloads(ab["workloads"], "ab.workloads")
     servers = [plan.runtime(ab[side])[0] for side in ("a", "b")]

@@ -234,8 +234,11 @@ class Targets:
         return None
 
     # --- a measurement job ---------------------------------------------------------------
-    def measure_inputs(self, workload: str, server: str, client_name: str) -> dict:
-        """This cell's files only: its server and what that server loads, its workload's and its client's files."""
+    def measure_inputs(self, workload: str, server: str, client_name: str, block: str | None = None) -> dict:
+        """This cell's files only: its server and what that server loads, its workload's and its client's files.
+
+        In the A/B target's block, also the other build's server files (partner_files): a change to either build
+        re-measures both, so that every round's A and B are still measured side by side."""
         server_file = f"servers/{plan.server_file(server, self.config)}.js"
         client = CLIENTS[client_name]
         inputs = {
@@ -271,6 +274,11 @@ class Targets:
             inputs["server_binary"] = NODE_BINARY.format(major=node)
         if node == plan.SYSTEM_NODE or client.program is None:
             inputs["pipeline_node"] = SYSTEM_NODE_INFO
+        pair = self.ab_pair(block) if block else None
+        if pair and server in pair:
+            other = pair[1 - pair.index(server)]
+            other_file = f"servers/{plan.server_file(other, self.config)}.js"
+            inputs["partner_files"] = [other_file, *codegraph.js_files(other_file)]
         return inputs
 
     def failure_inputs(self, workload: str, server: str, client_name: str) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from test_configcheck import SERVERS, shipped
 
 from nodebench import configcheck, plan, targets
-from nodebench.analysis import ab, looks
+from nodebench.analysis import ab, intervals, looks
 
 
 def ab_config(**ab_overrides) -> dict:
@@ -191,3 +191,87 @@ def test_every_column_of_the_ab_table_is_in_the_data_dictionary():
 
     dictionary = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())["ab"]
     assert list(dictionary) == ab.COLUMNS
+
+
+def test_an_ab_record_depends_on_both_builds_so_a_change_to_either_remeasures_both():
+    config = plan.with_ab(ab_config(a="express4", b="express"))
+    t = targets.Targets(config)
+    block = plan.block_name(config, plan.AB)
+    a = t.measure_inputs("point-lookup", "express4", "wrk", block)
+    assert "servers/express.js" in a["partner_files"] and "servers/express.js" != a["server"]
+    assert "servers/express4.js" in t.measure_inputs("point-lookup", "express", "wrk", block)["partner_files"]
+    assert "partner_files" not in t.measure_inputs("point-lookup", "express", "wrk", plan.MAIN_BLOCK)
+
+
+def test_cross_session_pairs_of_an_ab_are_counted_and_the_report_says_to_remeasure():
+    from nodebench.render import experiment_report
+
+    runs = runs_ab(1.05, 6, 0.01)
+    runs.loc[runs["server"] == "b", "session"] = "later"
+    t = ab.table(runs, "a", "b")
+    assert t["cross_session"].iloc[0] == 6
+    assert "6 of 6 rounds pair runs measured by different Snakemake invocations" in "\n".join(
+        experiment_report.ab_sections(t, None)
+    )
+
+
+def test_the_score_without_preempted_runs_is_the_same_estimator_so_no_preemption_moves_nothing():
+    from nodebench.analysis import metrics
+    from synthetic import runs_from
+
+    rows = []
+    for r, (e, p) in enumerate([(1.0, 2.0), (1.0, 1.0), (2.0, 1.0)], start=1):  # the reviewer's case
+        rows += [
+            ("empty", "fastify", 50, r, 100.0, 50.0 * e, 1.0, 0.3),
+            ("empty", "node-http", 50, r, 100.0, 50.0, 1.0, 0.3),
+            ("list", "fastify", 50, r, 100.0, 500.0 * p, 1.0, 0.3),
+            ("list", "node-http", 50, r, 100.0, 500.0, 1.0, 0.3),
+        ]
+    runs = runs_from(rows).assign(preempted=False)
+    got = metrics.geomean_scores(metrics.compute_metrics(runs), runs).set_index("server")
+    assert got.loc["fastify", "score_unpreempted"] == pytest.approx(got.loc["fastify", "score"])
+    assert not got.loc["fastify", "preemption_matters"]
+
+
+def test_bad_ab_and_adaptive_values_are_named_by_their_key():
+    import yaml
+
+    from conftest import REPO
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    config = {"ab": {"a": "express", "b": "express@node020", "half_width": 0}, "adaptive": {"looks": [1]}}
+    found = configcheck.section_problems(config, schema)
+    assert "config key 'ab.b': 'express@node020' does not match" in found[0]
+    assert any(p.startswith("config key 'ab.half_width': 0 is less than or equal to the minimum of 0") for p in found)
+    assert any(p.startswith("config key 'adaptive': 'half_width' is a required property") for p in found)
+    assert any(p.startswith("config key 'adaptive.looks[0]': 1 is less than the minimum of 2") for p in found)
+    off = {"ab": "null", "adaptive": "~"}
+    configcheck.typed_from_command_line(off)
+    assert off == {"ab": None, "adaptive": None} and configcheck.section_problems(off, schema) == []
+
+
+def test_a_look_sentence_says_what_the_look_found():
+    found = pd.DataFrame({"comparison": ["x"], "half_width_log": [0.01]})
+    one = looks.decide(found, 5, [5], 0.03)
+    assert "One look selects nothing: each interval covers 93.75 %" in looks.sentence(one)
+    none = looks.decide(found.iloc[:0], 20, [6, 20], 0.03)
+    assert "No comparison had an interval, so nothing could stop it before the cap of 20 rounds" in looks.sentence(none)
+    with pytest.raises(ValueError, match="not from the look after 6 rounds"):
+        looks.sentence(looks.decide(found.assign(half_width_log=0.5), 6, [6, 20], 0.03))
+
+
+def test_an_adaptive_summary_states_the_coverage_under_the_stopping_rule_for_the_family():
+    from nodebench.analysis import metrics
+    from nodebench.render import markdown
+
+    runs = runs_ab(1.2, 6, 0.01).replace({"server": {"a": "node-http", "b": "fastify"}})
+    runs = runs.assign(
+        elu_utilization=0.99, client_cpu_util=0.5, client_cpu_capacity=1.0, latency_p50_ms=1.0, latency_p99_ms=2.0,
+        cpu_model="Test CPU",
+    )
+    m = metrics.compute_metrics(runs)
+    look = looks.decide(looks.comparisons(runs), 6, [6, 10], 0.5)
+    assert look["comparisons"] == 1  # fastify against node-http; no baseline against itself
+    text = markdown.comparisons(m, look)
+    stated = intervals.percent(looks.stated_coverage([6, 10]))
+    assert stated == "95.38" and f"at least {stated} %" in text and "96.88 %" not in text

@@ -30,7 +30,13 @@ def stop_on(problems, head=""):
 # A key under a name it no longer has, then the schema, then every other problem at once.
 stop_on(configcheck.renamed_keys(config))
 configcheck.typed_from_command_line(config)
-validate(config, str(Path(workflow.basedir, "workflow/schemas/config.schema.yaml")))
+CONFIG_SCHEMA = str(Path(workflow.basedir, "workflow/schemas/config.schema.yaml"))
+stop_on(
+    configcheck.section_problems(
+        config, yaml.safe_load(Path(CONFIG_SCHEMA).read_text())
+    )
+)
+validate(config, CONFIG_SCHEMA)
 stop_on(configcheck.problems(config, Path(workflow.basedir) / "servers"))
 # The A/B target (config's `ab`) is measured as an experiment of its own: reports/ab/all.
 config["experiments"] = plan.with_ab(config)["experiments"]
@@ -84,7 +90,9 @@ if workflow.is_main_process:
 
 
 def measure_inputs(wildcards):
-    return T.measure_inputs(wildcards.workload, wildcards.server, wildcards.client)
+    return T.measure_inputs(
+        wildcards.workload, wildcards.server, wildcards.client, wildcards.block
+    )
 
 
 def failure_inputs(wildcards):

@@ -27,7 +27,7 @@ COLUMNS = [
     "ratio", "ratio_lo", "ratio_hi", "half_width_log", "throughput_ratio", "pairs", "coverage", "interval",
     "us_per_req_a", "us_per_req_b", "outcome", "equivalence_margin",
     "ratio_unpreempted", "pairs_unpreempted", "preempted_rounds", "preemption_matters",
-    "pair_gap_s", "pair_gap_max_s", "a_first_rounds", "b_first_rounds",
+    "pair_gap_s", "pair_gap_max_s", "cross_session", "a_first_rounds", "b_first_rounds",
 ]  # fmt: skip
 
 
@@ -82,6 +82,7 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
                 "preempted_rounds": int((spoiled & both).sum()),
                 "pair_gap_s": ratios["gap_s_ab"][i],
                 "pair_gap_max_s": ratios["gap_s_ab_max"][i],
+                "cross_session": int(ratios["cross_session_ab"][i]),
                 # Which of the two ran first in each paired round: ABBA keeps these within one of each other.
                 "a_first_rounds": int((both & (start[j] < start[i])).sum()),
                 "b_first_rounds": int((both & (start[i] < start[j])).sum()),

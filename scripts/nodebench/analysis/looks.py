@@ -25,15 +25,17 @@ import pandas as pd
 
 from nodebench.analysis import ab as ab_analysis
 from nodebench.analysis import intervals
-from nodebench.analysis.metrics import BASELINES, compute_metrics
+from nodebench.analysis.metrics import BASELINES, compute_metrics, is_twin
 
 #: What stopping on width may cost an interval's coverage, below the looks' lowest fixed-n coverage (see above).
 ALLOWANCE = 0.015
 
 
 def stated_coverage(looks: list[int]) -> float:
-    """The coverage a report states for an interval that adaptive rounds stopped on: at least this."""
-    return min(intervals.coverage(n, intervals.rank(n)) for n in looks) - ALLOWANCE
+    """The coverage a report states for an interval that adaptive rounds stopped on: at least this. One look
+    selects nothing: its fixed-n coverage, exactly."""
+    fixed = min(intervals.coverage(n, intervals.rank(n)) for n in looks)
+    return fixed if len(looks) == 1 else fixed - ALLOWANCE
 
 
 def comparisons(runs: pd.DataFrame, ab: list[str] | None = None) -> pd.DataFrame:
@@ -54,7 +56,9 @@ def comparisons(runs: pd.DataFrame, ab: list[str] | None = None) -> pd.DataFrame
         col = f"cost_{name}"
         if col not in m:
             continue
-        rows = m[m[col].notna() & m[f"{col}_lo"].notna() & (m["server"].astype(str) != baseline)]
+        # The report's own comparisons: not a baseline against itself, nor the A/A twin (its ratio is the floor).
+        servers = m["server"].astype(str)
+        rows = m[m[col].notna() & m[f"{col}_lo"].notna() & (servers != baseline) & ~servers.map(is_twin)]
         label = rows["server"].astype(str) + f" / {baseline} on " + rows["workload"].astype(str)
         label += " c" + rows["connections"].astype(str) + " " + rows["client"].astype(str) + "-"
         label += rows["stop"].astype(str)
@@ -90,21 +94,27 @@ def decide(found: pd.DataFrame, rounds: int, looks: list[int], target: float) ->
 
 
 def sentence(look: dict) -> str:
-    """What the rounds were, in the words of a report."""
+    """What the rounds were, in the words of a report: where the looks stopped and why, and the coverage stated."""
+    if not look["stop"]:
+        raise ValueError(f"a report is written from a look that stops, not from the look after {look['rounds']} rounds")
     looks, n, h = look["looks"], look["rounds"], look["half_width_target"]
-    covered = f"Coverage under the stopping rule: at least {intervals.percent(look['coverage_under_stopping'])} % each"
+    coverage = intervals.percent(look["coverage_under_stopping"])
+    if len(looks) == 1:
+        covered = f"One look selects nothing: each interval covers {coverage} %, as at any fixed {n} rounds"
+    else:
+        covered = f"Coverage under the stopping rule: at least {coverage} % each (simulated)"
     plan = f"Adaptive rounds: looks after {', '.join(map(str, looks))} rounds, stopping once every headline interval's "
     plan += f"half-width is at most {h * 100:.1f} % on a log scale (docs/statistics.md#adaptive-rounds)"
     widest = look["widest"]
     widest = f"; the widest is ±{widest * 100:.1f} %" if widest is not None else ""
+    if look["comparisons"] == 0:
+        return f"{plan}. No comparison had an interval, so nothing could stop it before the cap of {n} rounds."
     if look["capped"]:
         names = [w["comparison"] for w in look["wider_than_target"]]
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
         return (
             f"{plan}. It reached the cap of {n} rounds with {len(names)} of {look['comparisons']} comparisons still "
-            f"wider than that{widest}: {shown}. {covered} (simulated)."
+            f"wider than that{widest}: {shown}. {covered}."
         )
-    return (
-        f"{plan}. It stopped after {n} rounds, every one of {look['comparisons']} comparisons within it{widest}. "
-        f"{covered} (simulated)."
-    )
+    within = f"every one of {look['comparisons']} comparisons within it{widest}"
+    return f"{plan}. It stopped after {n} rounds, {within}. {covered}."

@@ -343,8 +343,8 @@ def geomean_scores(metrics: pd.DataFrame, runs: pd.DataFrame | None = None) -> p
 
     Also: how many of the server's cells are server-bound (server_bound: all of them; a score
     over cells limited by the client or the database says less about the framework), and the
-    same score from the cells' medians without the rounds in which either run was preempted,
-    flagged where it lies more than half the interval's width (log scale) from the score.
+    same score over only the rounds in which none of its pairs had a preempted run (the same
+    estimator), flagged where it lies more than half the interval's width (log scale) from the score.
     """
     rel = metrics[~metrics["server"].astype(str).map(is_twin)].dropna(subset=["cost_vs_node_http"])
     if rel.empty:
@@ -375,13 +375,15 @@ def geomean_scores(metrics: pd.DataFrame, runs: pd.DataFrame | None = None) -> p
     out["server_bound"] = out["cells"] == out["server_bound_cells"]
     out["score_lo"], out["score_hi"], out["rounds"] = np.nan, np.nan, 0
     if runs is not None:
-        per_round = _round_scores(runs, rel)
+        per_round, clean = _round_scores(runs, rel)
         for k, server in enumerate(out["server"].astype(str)):
             values = per_round.get(server)
             if values is None:
                 continue
             median, lo, hi, n, _ = intervals.median_interval(values[None, :])
             out.loc[k, ["score", "score_lo", "score_hi", "rounds"]] = [median[0], lo[0], hi[0], int(n[0])]
+            # The same estimator over the rounds in which none of the server's pairs had a preempted run.
+            out.loc[k, "score_unpreempted"] = intervals.median_interval(clean[server][None, :])[0][0]
     out["rounds"] = out["rounds"].astype(int)
     out["interval"] = [intervals.describe(int(n)) for n in out["rounds"]]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -391,8 +393,9 @@ def geomean_scores(metrics: pd.DataFrame, runs: pd.DataFrame | None = None) -> p
     return out[SCORE_COLUMNS].sort_values("score", ascending=False).reset_index(drop=True)
 
 
-def _round_scores(runs: pd.DataFrame, rel: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Per server, its score in each round (NaN where a cell lacks that round's ratio), from the paired ratios."""
+def _round_scores(runs: pd.DataFrame, rel: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per server, its score in each round (NaN where a cell lacks that round's ratio), from the paired ratios; and
+    the same with NaN where any of its pairs that round had a run flagged as preempted."""
     samples = Samples(runs)
     keys = samples.keys.astype({c: str for c in ("workload", "server", "client", "stopping_rule", "stop")})
     partner = _partner(samples.keys, "node-http")
@@ -401,9 +404,13 @@ def _round_scores(runs: pd.DataFrame, rel: pd.DataFrame) -> dict[str, np.ndarray
     has = partner >= 0
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio[has] = cost[has] / cost[partner[has]]
+    spoiled = np.zeros(cost.shape, dtype=bool)
+    if "preempted" in samples.runs:
+        flagged = np.nan_to_num(samples("preempted", fill=0.0)) > 0
+        spoiled[has] = flagged[has] | flagged[partner[has]]
     wanted = rel[CELL].astype({c: str for c in ("workload", "server", "client", "stopping_rule", "stop")})
     index = {tuple(r): i for i, r in enumerate(keys[CELL].itertuples(index=False))}
-    out = {}
+    out, clean = {}, {}
     for server, cells in wanted.groupby("server", observed=True):
         found = [(index[tuple(r)], r.workload) for r in cells[CELL].itertuples(index=False) if tuple(r) in index]
         if not found:
@@ -413,7 +420,8 @@ def _round_scores(runs: pd.DataFrame, rel: pd.DataFrame) -> dict[str, np.ndarray
             logs = -np.log(ratio[rows])  # (cells x rounds)
         per_workload = np.vstack([logs[workloads == w].mean(axis=0) for w in dict.fromkeys(workloads)])
         out[str(server)] = 100 * np.exp(per_workload.mean(axis=0))  # NaN where any cell lacks the round
-    return out
+        clean[str(server)] = np.where(spoiled[rows].any(axis=0), np.nan, out[str(server)])
+    return out, clean
 
 
 def headline(metrics: pd.DataFrame) -> pd.DataFrame:

@@ -545,6 +545,14 @@ def ab_sections(t: pd.DataFrame, look: dict | None) -> list[str]:
                 f"{r.workload} c{r.connections}: {r.preempted_rounds} of {r.pairs} rounds had a run flagged as "
                 f"preempted; without them the ratio is {clean}, {flag}.",
             ]
+    for r in t.itertuples():
+        if r.cross_session:
+            out += [
+                "",
+                f"**{r.workload} c{r.connections}: {r.cross_session} of {r.pairs} rounds pair runs measured by "
+                "different Snakemake invocations, not side by side**: the drift between them is in the ratio. "
+                "Re-measure both builds (`--forcerun measure_run`) before reading this answer.",
+            ]
     gaps = t["pair_gap_s"].dropna()
     if len(gaps):
         out += [

@@ -276,9 +276,10 @@ def cpu_model_warning(metrics: pd.DataFrame) -> str:
     )
 
 
-def comparisons(metrics: pd.DataFrame) -> str:
+def comparisons(metrics: pd.DataFrame, look: dict | None = None) -> str:
     """How the report's cost ratios were decided, all together: how many land in each outcome, what their
-    intervals cover per comparison and as a family, and how far apart in time the two runs of their pairs were."""
+    intervals cover per comparison and as a family, and how far apart in time the two runs of their pairs were.
+    With adaptive rounds (look), each interval's coverage is the one stated under the stopping rule."""
     names = {n: b for b, n in BASELINES.items() if f"outcome_{n}" in metrics}
     rows = metrics[~metrics["server"].astype(str).map(is_twin)]
     # A baseline against itself is 1 by construction: not a comparison.
@@ -297,7 +298,7 @@ def comparisons(metrics: pd.DataFrame) -> str:
         "interval lies beyond 1 and beyond the A/A noise floor (on a log scale); equivalent means it lies inside the "
         f"margin of ±{margin * 100:.0f} % declared in config before the data; anything else is inconclusive, which "
         "means not shown either way, not the same",
-        outcomes.family(covers),
+        outcomes.family(covers if look is None else [look["coverage_under_stopping"]] * len(covers)),
     ]
     parts.append(_preemption(mine, names))
     gaps = [n for n in names if f"gap_s_{n}" in metrics]
@@ -340,11 +341,13 @@ def _preemption(mine: dict, names: dict) -> str:
     )
 
 
-def opening(runs: pd.DataFrame, metrics: pd.DataFrame) -> list[Block]:
-    """What the report leads with: the answer per workload, the machine's state, its provenance, warnings."""
+def opening(runs: pd.DataFrame, metrics: pd.DataFrame, look: dict | None = None) -> list[Block]:
+    """What the report leads with: the answer per workload, the machine's state, its provenance, warnings; and
+    with adaptive rounds (look), where they stopped."""
     blocks: list[Block] = [
         Items(answer(metrics)),
-        Para(comparisons(metrics)),
+        Para(comparisons(metrics, look)),
+        *([Para(looks.sentence(look))] if look else []),
         Para(machine_state(runs, metrics)),
         Para(machine_line(runs)),
     ]
@@ -720,8 +723,7 @@ def render(
     """The whole summary document, as Markdown; look is where adaptive rounds stopped (None: fixed rounds)."""
     blocks = [
         Heading(1, "Summary"),
-        *opening(runs, metrics),
-        *([Para(looks.sentence(look))] if look else []),
+        *opening(runs, metrics, look),
         *body(runs, metrics, scores),
         Para(f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs."),
     ]

@@ -12,7 +12,6 @@ import json
 import pandas as pd
 import vl_convert
 
-from nodebench.analysis import looks
 from nodebench.render import markdown
 from nodebench.render.chart_list import CHART_LIST
 from nodebench.render.document import Block, Heading, Para, Raw, parse_markdown, to_html
@@ -93,7 +92,7 @@ def render(
     charts, embeds = chart_blocks(specs)
     if scores is not None:
         title = TITLE
-        opening = markdown.opening(runs, metrics) + ([Para(looks.sentence(look))] if look else [])
+        opening = markdown.opening(runs, metrics, look)
         rest = markdown.body(runs, metrics, scores, limit=TABLE_ROWS, metrics_href=metrics_href)
     else:
         name, opening, rest = split_summary(summary_md)

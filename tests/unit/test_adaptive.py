@@ -266,7 +266,11 @@ def test_an_adaptive_summary_states_the_coverage_under_the_stopping_rule_for_the
 
     runs = runs_ab(1.2, 6, 0.01).replace({"server": {"a": "node-http", "b": "fastify"}})
     runs = runs.assign(
-        elu_utilization=0.99, client_cpu_util=0.5, client_cpu_capacity=1.0, latency_p50_ms=1.0, latency_p99_ms=2.0,
+        elu_utilization=0.99,
+        client_cpu_util=0.5,
+        client_cpu_capacity=1.0,
+        latency_p50_ms=1.0,
+        latency_p99_ms=2.0,
         cpu_model="Test CPU",
     )
     m = metrics.compute_metrics(runs)

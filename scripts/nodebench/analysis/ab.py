@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from nodebench.analysis import intervals, outcomes
-from nodebench.analysis.metrics import PEERS, Samples, paired_ratios
+from nodebench.analysis.metrics import PEERS, Samples, paired_ratios, spoiled_pairs
 
 COLUMNS = [
     "workload", "connections", "client", "stop", "a", "b",
@@ -53,17 +53,12 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
         return pd.DataFrame(columns=COLUMNS)
     ratios = paired_ratios(samples, partner, "ab")
     cost = samples("us_per_req_elu")
-    preempted = samples("preempted", fill=0.0) if "preempted" in samples.runs else np.zeros(cost.shape)
+    spoiled = spoiled_pairs(samples, has, partner[has])
     start = samples("_started_s") if "_started_s" in samples.runs else np.full(cost.shape, np.nan)
     rows = []
     for i in has:
         j = partner[i]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            per_round = cost[i] / cost[j]
-        spoiled = (np.nan_to_num(preempted[i]) > 0) | (np.nan_to_num(preempted[j]) > 0)
-        clean = np.where(spoiled, np.nan, per_round)
-        clean_median = intervals.median_interval(clean)[0][0]
-        both = ~np.isnan(per_round)
+        both = ~np.isnan(cost[i]) & ~np.isnan(cost[j])
         rows.append(
             {
                 **{c: keys.loc[i, c] for c in PEERS if c != "stopping_rule"},
@@ -77,9 +72,10 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
                 "coverage": ratios["pair_coverage_ab"][i],
                 "us_per_req_a": float(np.nanmedian(cost[j])) if (~np.isnan(cost[j])).any() else np.nan,
                 "us_per_req_b": float(np.nanmedian(cost[i])) if (~np.isnan(cost[i])).any() else np.nan,
-                "ratio_unpreempted": clean_median,
-                "pairs_unpreempted": int((~np.isnan(clean)).sum()),
-                "preempted_rounds": int((spoiled & both).sum()),
+                "ratio_unpreempted": ratios["cost_ab_unpreempted"][i],
+                "pairs_unpreempted": int((both & ~spoiled[i]).sum()),
+                "preempted_rounds": int((both & spoiled[i]).sum()),
+                "preemption_matters": bool(ratios["preemption_matters_ab"][i]),
                 "pair_gap_s": ratios["gap_s_ab"][i],
                 "pair_gap_max_s": ratios["gap_s_ab_max"][i],
                 "cross_session": int(ratios["cross_session_ab"][i]),
@@ -93,7 +89,4 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
     out["interval"] = [intervals.describe(int(n)) for n in out["pairs"]]
     out["equivalence_margin"] = float(margin)
     out["outcome"] = pd.Series(outcomes.decide(out["ratio_lo"], out["ratio_hi"], 0.0, margin), dtype=object)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shift = np.abs(np.log(out["ratio_unpreempted"]) - np.log(out["ratio"]))
-    out["preemption_matters"] = (out["preempted_rounds"] > 0) & (shift > out["half_width_log"])
     return out[COLUMNS].sort_values(["workload", "connections", "client", "stop"]).reset_index(drop=True)

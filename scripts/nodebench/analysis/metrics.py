@@ -182,15 +182,19 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
     return out
 
 
+def spoiled_pairs(samples: Samples, rows: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """(cells x rounds): True where a pair's run or its partner's (rows[i] and other[i]) was flagged as preempted."""
+    spoiled = np.zeros((len(samples.keys), len(samples.rounds)), dtype=bool)
+    if "preempted" in samples.runs:
+        flagged = np.nan_to_num(samples("preempted", fill=0.0)) > 0
+        spoiled[rows] = flagged[rows] | flagged[other]
+    return spoiled
+
+
 def _without_preempted(samples, rows, other, ratio, median, lo, hi, prefix) -> dict[str, np.ndarray]:
     """The cost ratio's median over the rounds in which neither run was flagged as preempted, and where it lies
     more than half the interval's width (log scale) from the median of all rounds."""
-    clean = ratio.copy()
-    if "preempted" in samples.runs:
-        flagged = np.nan_to_num(samples("preempted", fill=0.0)) > 0
-        spoiled = np.zeros(ratio.shape, dtype=bool)
-        spoiled[rows] = flagged[rows] | flagged[other]
-        clean[spoiled] = np.nan
+    clean = np.where(spoiled_pairs(samples, rows, other), np.nan, ratio)
     clean_median = intervals.median_interval(clean)[0] if len(clean) else np.zeros(0)
     with np.errstate(divide="ignore", invalid="ignore"):
         half = (np.log(hi) - np.log(lo)) / 2
@@ -404,10 +408,7 @@ def _round_scores(runs: pd.DataFrame, rel: pd.DataFrame) -> tuple[dict[str, np.n
     has = partner >= 0
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio[has] = cost[has] / cost[partner[has]]
-    spoiled = np.zeros(cost.shape, dtype=bool)
-    if "preempted" in samples.runs:
-        flagged = np.nan_to_num(samples("preempted", fill=0.0)) > 0
-        spoiled[has] = flagged[has] | flagged[partner[has]]
+    spoiled = spoiled_pairs(samples, np.flatnonzero(has), partner[has])
     wanted = rel[CELL].astype({c: str for c in ("workload", "server", "client", "stopping_rule", "stop")})
     index = {tuple(r): i for i, r in enumerate(keys[CELL].itertuples(index=False))}
     out, clean = {}, {}

@@ -709,8 +709,8 @@ def body(
                 "higher is cheaper. It is taken per round, from each cell's ratio of that round, and given as the "
                 "median over rounds with its order-statistic interval. A score over cells that are not all "
                 "server-bound also measures the client or the database; *without preempted runs* is the same score "
-                "from each cell's ratio over the rounds with no preempted run, **moved** where that lies more than "
-                "half the interval away. The A/A twin is not ranked."
+                "over the rounds in which none of the server's pairs had a preempted run, **moved** where that lies "
+                "more than half the interval away. The A/A twin is not ranked."
             ),
             score_table(scores),
         ]

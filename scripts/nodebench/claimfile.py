@@ -6,7 +6,15 @@ Kept free of heavy imports because the Snakefile reads it on every invocation.
 import ast
 from collections.abc import Mapping
 
-COMPARES = ("equal", "same", "at_most", "below", "order", "outcome")
+COMPARES = ("equal", "same", "at_most", "at_least", "below", "order", "outcome")
+#: The tolerance rule, declared before the data (claims.yaml's header, docs/claims.md): a figure in percent is
+#: matched within RULE_POINTS percentage points, any other figure (a ratio, a latency, a score) within
+#: RULE_RELATIVE of it on a log scale, that is between F / (1 + t) and F * (1 + t). A claim's own `tolerance`
+#: (points for %, a fraction for the others) overrides the rule only with a `tolerance_why`.
+RULE_POINTS = 5.0
+RULE_RELATIVE = 0.10
+#: Units compared in points; every other unit is compared relative to the figure.
+POINT_UNITS = ("%",)
 #: What a cell selector may name: a cell's key columns.
 SELECTOR_KEYS = ("workload", "server", "connections", "client", "stop")
 #: The functions a statistic may call (analysis/claims.py defines them).
@@ -25,6 +33,22 @@ _ALLOWED = (
     ast.Call,
     ast.Constant,
 )
+
+
+def tolerance(claim: Mapping) -> float:
+    """The claim's tolerance: its own where it gives one (with a reason), else the rule for its unit."""
+    if claim.get("tolerance") is not None:
+        return float(claim["tolerance"])
+    return RULE_POINTS if claim.get("unit", "") in POINT_UNITS else RULE_RELATIVE
+
+
+def band(claim: Mapping, centre: float) -> tuple[float, float]:
+    """The values that count as the claim's figure (or its no-effect value) by the tolerance rule."""
+    t = tolerance(claim)
+    if claim.get("unit", "") in POINT_UNITS:
+        return centre - t, centre + t
+    lo, hi = centre / (1 + t), centre * (1 + t)
+    return (lo, hi) if lo <= hi else (hi, lo)
 
 
 def names_in(expression: str) -> set[str]:
@@ -87,13 +111,15 @@ def check(claims: list[Mapping]) -> list[str]:
         problem = statistic_problem(str(c.get("statistic", "")), cells)
         if problem:
             problems.append(f"{cid}: {problem}")
-        need = {
-            "equal": ["figure", "tolerance"],
-            "same": ["null", "tolerance"],
-            "at_most": ["limit"],
-            "below": ["limit"],
-        }[compare]
-        problems += [f"{cid}: compare {compare} needs {k!r}" for k in need if c.get(k) is None]
+        need = {"equal": ["figure"], "same": ["null"], "at_most": ["limit"], "at_least": ["limit"], "below": ["limit"]}
+        problems += [f"{cid}: compare {compare} needs {k!r}" for k in need[compare] if c.get(k) is None]
+        if c.get("tolerance") is not None and not c.get("tolerance_why"):
+            problems.append(
+                f"{cid}: its own tolerance ({c['tolerance']}) departs from the rule (±{RULE_POINTS:g} points for %, "
+                f"±{RULE_RELATIVE:.0%} otherwise) and needs a tolerance_why"
+            )
+        if compare == "equal" and c.get("unit", "") not in POINT_UNITS and not float(c.get("figure") or 0) > 0:
+            problems.append(f"{cid}: a figure in {c.get('unit') or 'no unit'} is matched relative to it: it must be > 0")
         for alias, selector in cells.items():
             unknown = set(selector) - {*SELECTOR_KEYS, "figure", "label"}
             if unknown:
@@ -101,6 +127,9 @@ def check(claims: list[Mapping]) -> list[str]:
                     f"{cid}: cell {alias} names {', '.join(sorted(unknown))}; a cell is chosen by "
                     f"{', '.join(SELECTOR_KEYS)} (and figure)"
                 )
+        bound = c.get("server_bound")
+        if bound and bound is not True and not set(bound) <= set(cells):
+            problems.append(f"{cid}: server_bound names aliases that are not its cells")
     return problems
 
 

@@ -275,11 +275,12 @@ class Plan:
     (from 1) and that round's size. Within a round a block measures each peer group back
     to back (blocked()).
 
-    An experiment measures a peer group in its own block, unless an earlier block (the
-    main matrix, then the experiments in config order) measures every server of that group
-    in the same peer group and round: then it reads that block's runs, which were measured
-    side by side too. So a ratio's two runs always come from one peer group of one block
-    and round, never from two scopes' rounds (owner() says which block a scope's run is in).
+    An experiment measures its round in its own block, unless an earlier block (the main
+    matrix, then the experiments in config order) measures every server of every one of its
+    peer groups in that round: then it reads that block's runs, which were measured side by
+    side too. So any statistic over one round of a scope, a ratio's two runs or a claim over
+    several peer groups, reads runs of one block and round, never of two scopes' rounds
+    (owner() says which block a scope's run is in).
     """
 
     def __init__(self, config: dict):
@@ -306,11 +307,18 @@ class Plan:
         lent = looks[0] if looks else rounds
         for r in range(1, rounds + 1):
             fresh = []
+            # A block reads another's round only where that block measured every peer group of this one, whole,
+            # in that round: a statistic over two peer groups (a claim's e20 - f20 against e0 - f0) then still
+            # reads runs of one block's round, side by side, never one group from here and one from 40 minutes
+            # away. An A/B block always measures its own pairs: in its order, not another block's shuffle.
+            lenders = self.blocks if order == "shuffled" else []
+            lender = next(
+                (b for b in lenders if all({c[1] for c in m} <= self.groups.get((b, k, r), set()) for k, m in groups.items())),
+                block,
+            )
             for key, members in groups.items():
                 servers = {c[1] for c in members}
-                # An A/B block always measures its own pairs: in its order, not another block's shuffle.
-                lenders = self.blocks if order == "shuffled" else []
-                owner = next((b for b in lenders if servers <= self.groups.get((b, key, r), set())), block)
+                owner = lender
                 for c in members:
                     self.owners[(block, *c, r)] = owner
                 if owner == block:

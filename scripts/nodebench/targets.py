@@ -33,6 +33,8 @@ NODE_BINARY = "data/toolchain/node{major}/bin/node"
 #: What an adaptive block found after its first n rounds: whether to stop (nodebench.analysis.looks).
 LOOK = "data/looks/{block}/n{n}.json"
 LEDGER = "data/claims/ledger.parquet"
+#: The runs of one scope that the ledger's claims read (not the whole scope's).
+LEDGER_RUNS = "data/claims/runs/{scope}.parquet"
 LEDGER_MARKDOWN = "reports/claims/index.md"
 LEDGER_PAGE = "reports/claims/index.html"
 LEDGER_MANIFEST = "reports/claims/all"
@@ -332,6 +334,47 @@ class Targets:
             found = [c for c in self.main_runs(rounds) if scope == OVERALL or c[0] == scope]
             block = plan.MAIN_BLOCK
         return [record_path(self.plan.owner(block, *c), *c) for c in found]
+
+    def claim_cells(self, claim: dict) -> list[tuple]:
+        """The planned cells of its scope a measured claim reads: each alias's cell; for a claim on the scenario
+        score, every cell of its score set for its servers and node:http; for a limit (at_most, at_least, below),
+        also the A/A control and its twin in its cells' peer groups, whose offset is the claim's floor."""
+        from nodebench.analysis.scenarios import BASELINE
+
+        planned = self.scope_cells(claim["scope"]) or []
+        keys = ("workload", "server", "connections", "client", "stop")
+        if claim.get("scores"):
+            servers = {s["server"] for s in claim["cells"].values()} | {BASELINE}
+            wanted = claim["scores"]["score_set"]
+            return [c for c in planned if c[1] in servers and WORKLOADS[c[0]].score_set == wanted]
+        found = []
+        for selector in claim["cells"].values():
+            found += [c for c in planned if all(str(selector[k]) == str(v) for k, v in zip(keys, c) if k in selector)]
+        if claim["compare"] in ("at_most", "at_least", "below"):
+            control = plan.control(self.config) if claim["scope"] == OVERALL else None
+            if claim["scope"] in self.experiments:
+                control = next((m.get("control") for m in self.experiments[claim["scope"]]["matrices"]), None)
+            if control:
+                pair = {control, plan.twin(control)}
+                peers = {plan.peer_key(c) for c in found}
+                found += [c for c in planned if c[1] in pair and plan.peer_key(c) in peers]
+        return list(dict.fromkeys(found))
+
+    def claim_records(self, claims: list[dict]) -> dict[str, list[str]]:
+        """Per scope, the records of every round of the cells the measured claims read (outcome claims read
+        failures instead), each under the block that measures it: what the ledger measures, and no more."""
+        out: dict[str, set[str]] = {}
+        for claim in claims:
+            if claim.get("untestable") or claim.get("pending") or claim["compare"] == "outcome":
+                continue
+            scope = claim["scope"]
+            block = self.block_of(scope)
+            rounds = self.rounds(block)
+            records = out.setdefault(scope, set())
+            for cell in self.claim_cells(claim):
+                for r in range(1, rounds + 1):
+                    records.add(record_path(self.plan.owner(block, *cell, r), *cell, r))
+        return {scope: sorted(paths) for scope, paths in out.items()}
 
     def measured_runs(self) -> list[tuple]:
         """Every run the plan measures, each once: (block, workload, server, connections, client, stop, round)."""

@@ -3,10 +3,23 @@
 # testable, with the reason, so a smaller matrix still gets a ledger.
 
 
+# The runs of each scope that the claims read, and no others: the ledger measures what its claims need, in the
+# blocks that measure them, not every cell of every scope it touches.
+use rule aggregate_runs as aggregate_claim_runs with:
+    input:
+        records=lambda wc: LEDGER_RECORDS[wc.scope],
+        schema=targets.RUN_SCHEMA,
+        code=code("aggregate_runs.py"),
+    output:
+        runs=targets.LEDGER_RUNS,
+    log:
+        "data/logs/aggregate_claim_runs/{scope}.log",
+
+
 rule compute_claims:
     input:
         claims=CLAIMS_FILE,
-        runs=[targets.table_path(s, "runs") for s in LEDGER_SCOPES],
+        runs=[targets.LEDGER_RUNS.format(scope=s) for s in LEDGER_RUN_SCOPES],
         failures=LEDGER_FAILURES,
         code=code("compute_claims.py"),
     output:
@@ -14,7 +27,7 @@ rule compute_claims:
     log:
         "data/logs/compute_claims.log",
     params:
-        scopes=LEDGER_SCOPES,
+        scopes=LEDGER_RUN_SCOPES,
         # What this configuration cannot measure, so a change of the matrix re-evaluates the ledger.
         unresolved={
             c["id"]: c["untestable"] for c in LEDGER_CLAIMS if c.get("untestable")
@@ -37,14 +50,14 @@ rule write_ledger:
         "../../scripts/write_ledger.py"
 
 
-# reports/claims/all: the ledger and the reports of every scope it reads, which its rows link.
+# reports/claims/all: the ledger (its rows link each scope's report, built by that scope's own target).
 use rule list_outputs as list_claims_outputs with:
     input:
         outputs=[
             targets.LEDGER,
             targets.LEDGER_MARKDOWN,
             targets.LEDGER_PAGE,
-            *(targets.MANIFEST.format(scope=s) for s in LEDGER_SCOPES),
+            *(r for s in LEDGER_RUN_SCOPES for r in LEDGER_RECORDS[s]),
         ],
         code=code("list_outputs.py"),
     output:

@@ -74,7 +74,8 @@ os.environ.update(targets.job_environment(config, SCRIPTS, os.environ))
 LEDGER_CLAIMS = claimfile.ledger_claims(
     CLAIMS_DOC["claims"], T.scope_cells, T.failure_cells
 )
-LEDGER_SCOPES = claimfile.measured_scopes(LEDGER_CLAIMS)
+LEDGER_RECORDS = T.claim_records(LEDGER_CLAIMS)
+LEDGER_RUN_SCOPES = list(LEDGER_RECORDS)
 LEDGER_FAILURES = T.failure_paths(claimfile.failure_scopes(LEDGER_CLAIMS))
 
 

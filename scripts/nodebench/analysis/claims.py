@@ -10,18 +10,14 @@ is read as its median over rounds with the order-statistic interval of
 analysis.intervals (its coverage at that n is printed beside it). A claim about the
 scenario score reads each server's round scores (analysis.scenarios) instead of runs.
 
-The verdict compares the median with the published figure:
-
-- equal: **reproduced** when within the claim's tolerance (in the claim's unit) of the
-  published figure; **reproduced in direction only** when not, but on the same side of the
-  claim's null value (1 for a ratio, 0 for a change) with an interval that excludes it;
-  else **not reproduced**.
-- same (a claim of no difference): **reproduced** when the interval contains the null
-  value or the median is within the tolerance of it; else **not reproduced**.
-- at_most (a claim that something is flat or small): **reproduced** when the median is at
-  most the claim's limit; else **not reproduced**.
-- order (a ranking): **reproduced** when the medians rank the aliases in the claimed order;
-  else **not reproduced**, naming the pairs that swapped and whether their intervals overlap.
+Each measured claim ends in one of four verdicts, decided from the interval, never from the median alone:
+**reproduced**, **not reproduced**, **inconclusive** (the interval holds both the claim and its negation, or
+there is no interval) or **invalid** (the rounds it reads are mostly preempted, or below the server-bound ELU
+where the claim needs its cells at their ceiling, or a cell's measurement failed). Rounds with such a run are
+left out first, and said; a claim is invalid when fewer than half of its rounds, or fewer than two, are left.
+How each comparison decides is in decide() and decide_order(); the band of an `equal` or `same` claim comes
+from the tolerance rule in claimfile (±5 points for a figure in percent, ±10 % on a log scale otherwise). Each
+row also says how far apart in time the claim's runs of one round started (median and largest over rounds).
 
 A claim may instead say why it is **not testable here** (`untestable`) or that its
 experiment does not exist yet (`pending`: **not yet measured**).
@@ -36,16 +32,24 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
+from nodebench import claimfile
 from nodebench.analysis import intervals, scenarios
-from nodebench.analysis.metrics import CELL
-from nodebench.claimfile import COMPARES, SELECTOR_KEYS, describe_selector, names_in  # noqa: F401
+from nodebench.analysis.metrics import CELL, PEERS
+from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
+from nodebench.claimfile import COMPARES, POINT_UNITS, SELECTOR_KEYS, describe_selector, names_in  # noqa: F401
+from nodebench.plan import TWIN_SUFFIX
 
 REPRODUCED = "reproduced"
-DIRECTION = "reproduced in direction only"
 NOT_REPRODUCED = "not reproduced"
+INCONCLUSIVE = "inconclusive"
+INVALID = "invalid"
 UNTESTABLE = "not testable here"
 PENDING = "not yet measured"
-VERDICTS = (REPRODUCED, DIRECTION, NOT_REPRODUCED, UNTESTABLE, PENDING)
+#: The four verdicts a measured claim can get, then the two reasons it got none.
+VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, INVALID, UNTESTABLE, PENDING)
+#: A claim whose rounds are mostly unfit (preempted, or not at the ceiling a claim about the framework needs) is
+#: invalid: fewer than this share of its rounds, or fewer than two, are left to decide on.
+MIN_KEPT_SHARE = 0.5
 
 
 def closed_loop_latency(n, c, s, q):
@@ -69,6 +73,10 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, as
 
 class ClaimError(ValueError):
     """A claim the ledger cannot evaluate as written (names the claim and what is wrong)."""
+
+
+class NoRuns(ClaimError):
+    """A planned cell of a claim has no runs: its measurement failed or was never made."""
 
 
 # --- The statistic: a small arithmetic language over the aliases ------------------------------------------
@@ -149,7 +157,7 @@ def round_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
         mine = select(runs, selector)
         cells = mine.groupby(CELL, observed=True).ngroups if len(mine) else 0
         if cells == 0:
-            raise ClaimError(
+            raise NoRuns(
                 f"{claim['id']}: cell {alias} ({describe_selector(selector)}) has no runs in {claim['scope']}"
             )
         if cells > 1:
@@ -205,13 +213,12 @@ def fmt(value: float, unit: str) -> str:
     return f"{number} {unit}".strip()
 
 
-def _gap(median: float, published: float, unit: str) -> str:
-    """How far ours is from the published figure: in points for a percentage, else relative."""
-    gap = median - published
-    side = "above" if gap > 0 else "below"
-    if unit == "%" or not published:
-        return f"{abs(gap):.1f} {'points' if unit == '%' else unit} {side}".replace("  ", " ")
-    return f"{abs(gap / published) * 100:.0f} % {side}"
+def _side(lo: float, hi: float, null: float, published: float) -> str:
+    """Where an interval lies against the no-effect value, as seen from the published figure's side."""
+    if not (lo > null or hi < null):
+        return f"the interval holds {'both sides of ' if lo < null < hi else ''}no effect"
+    same = (lo > null) == (published > null)
+    return "the same direction as published" if same else "the opposite direction to the published figure"
 
 
 def decide(
@@ -223,93 +230,152 @@ def decide(
     n: int,
     *,
     unit: str = "",
-    tolerance: float = 0.0,
+    band: tuple[float, float] | None = None,
     null: float | None = None,
     limit: float | None = None,
+    floor: float = 0.0,
 ) -> tuple[str, str]:
-    """(verdict, one line of reason) for a figure's median and interval against the published figure."""
+    """(verdict, one line of reason with the figures that decided it) from the statistic's interval.
+
+    equal / same: **reproduced** when the whole interval lies inside the band (the tolerance rule around the
+    published figure, or around no effect for a claim of no difference); **not reproduced** when the whole
+    interval lies outside it; **inconclusive** when it holds values inside the band and outside it (an interval
+    wider than the band always does). A not-reproduced figure says which side of no effect the interval lies on:
+    opposite only when the whole interval is on the far side.
+    at_most / at_least / below: the whole interval on the claimed side of the limit, moved by the A/A floor
+    (floor: |log| of the control's offset; ratios only) in the claim's favour for at_most and at_least (a
+    difference that small is within what two names of one server show) and against it for below (a difference
+    must exceed it); the whole interval on the other side: not reproduced; else inconclusive.
+    """
     f = lambda v: fmt(v, unit)  # noqa: E731
-    tol = fmt(tolerance, unit).lstrip("+")
     if n == 0 or not np.isfinite(median):
         return PENDING, "no round measured every cell of this claim"
-    has_interval = n >= 2 and np.isfinite(lo) and np.isfinite(hi)
-    span = f"interval {f(lo)} to {f(hi)}" if has_interval else "one round, no interval"
-    # Whether the data shows any effect at all: the interval excludes the claim's no-effect value.
-    shown = null is None or (has_interval and not lo <= null <= hi)
-    if compare == "equal":
-        if abs(median - published) <= tolerance:
-            if not shown:
-                return NOT_REPRODUCED, (
-                    f"ours {f(median)} is within ±{tol} of {f(published)}, but {span} includes {f(null)}: "
-                    "no difference is shown"
-                )
-            return REPRODUCED, f"ours {f(median)} is within ±{tol} of {f(published)} ({span})"
-        size = _gap(median, published, unit)
-        if null is not None and np.sign(median - null) != np.sign(published - null):
-            return NOT_REPRODUCED, f"opposite direction: ours {f(median)} against the published {f(published)} ({span})"
-        if null is not None and shown:
-            return DIRECTION, (
-                f"same side of {f(null)} as published ({span}, which excludes {f(null)}), but ours "
-                f"{f(median)} is {size} the published {f(published)}, beyond ±{tol}"
-            )
-        if null is not None:
-            return NOT_REPRODUCED, f"ours {f(median)}: {span} includes {f(null)}, so no difference is shown"
-        return NOT_REPRODUCED, f"ours {f(median)} is {size} the published {f(published)}, beyond ±{tol} ({span})"
-    if compare == "same":
-        # No difference is a claim of equivalence: the whole interval within the tolerance, not merely an
-        # interval wide enough to include no effect.
-        if has_interval and null - tolerance <= lo and hi <= null + tolerance:
-            return REPRODUCED, f"ours {f(median)}; {span} lies within ±{tol} of {f(null)}"
-        if has_interval and not lo <= null <= hi:
-            return NOT_REPRODUCED, f"a difference is shown: ours {f(median)}, {span} excludes {f(null)}"
-        if not has_interval:
-            return NOT_REPRODUCED, f"ours {f(median)}: one round cannot show that there is no difference"
-        return NOT_REPRODUCED, (
-            f"inconclusive: ours {f(median)}, {span} includes {f(null)} but reaches beyond ±{tol} of it, so "
-            "equivalence is not shown either"
-        )
-    if compare == "at_most":
-        if median <= limit:
-            return REPRODUCED, f"ours {f(median)} is at most {f(limit)} ({span})"
-        return NOT_REPRODUCED, f"ours {f(median)} is above the {f(limit)} the claim allows ({span})"
-    if compare == "below":
-        if has_interval and hi < limit:
-            return REPRODUCED, f"ours {f(median)}; {span} lies below {f(limit)}"
-        if median >= limit:
-            return NOT_REPRODUCED, f"ours {f(median)} is not below {f(limit)} ({span})"
-        return NOT_REPRODUCED, f"ours {f(median)}, but {span} reaches {f(limit)}: no difference is shown"
+    if n < 2 or not (np.isfinite(lo) and np.isfinite(hi)):
+        return INCONCLUSIVE, f"ours {f(median)} from one round: no interval, so nothing can be decided"
+    span = f"ours {f(median)}, interval {f(lo)} to {f(hi)}"
+    if compare in ("equal", "same"):
+        centre = published if compare == "equal" else null
+        b_lo, b_hi = band
+        what = f"{f(b_lo)} to {f(b_hi)}" + (f" (±{_tol(centre, b_lo, b_hi, unit)} of {f(centre)})")
+        if b_lo <= lo and hi <= b_hi:
+            return REPRODUCED, f"{span}: inside {what}"
+        if hi < b_lo or lo > b_hi:
+            where = "below" if hi < b_lo else "above"
+            side = f"; {_side(lo, hi, null, published)}" if compare == "equal" and null is not None else ""
+            return NOT_REPRODUCED, f"{span}: wholly {where} {what}{side}"
+        width = "wider than" if (hi - lo) > (b_hi - b_lo) else "reaching beyond"
+        return INCONCLUSIVE, f"{span}: {width} {what}, so it holds the claim and its negation"
+    if compare in ("at_most", "at_least", "below"):
+        # The floor moves the limit in the claim's favour for at_most and at_least, against it for below.
+        shift = floor if (unit not in POINT_UNITS and limit > 0) else 0.0
+        moved = limit * float(np.exp(-shift if compare in ("at_least", "below") else shift))
+        note = f" (the limit {f(limit)} moved by the A/A floor of {np.expm1(shift):.1%})" if shift else ""
+        if compare == "at_most":
+            yes, no = hi <= moved, lo > moved
+            said = (f"at most {f(moved)}", f"wholly above {f(moved)}")
+        elif compare == "at_least":
+            yes, no = lo >= moved, hi < moved
+            said = (f"at least {f(moved)}", f"wholly below {f(moved)}")
+        else:
+            yes, no = hi < moved, lo >= moved
+            said = (f"wholly below {f(moved)}", f"nowhere below {f(moved)}")
+        if yes:
+            return REPRODUCED, f"{span}: {said[0]}{note}"
+        if no:
+            return NOT_REPRODUCED, f"{span}: {said[1]}{note}"
+        return INCONCLUSIVE, f"{span}: it straddles {f(moved)}{note}"
     raise ClaimError(f"unknown comparison {compare!r}; one of {', '.join(COMPARES)}")
+
+
+def _tol(centre: float, b_lo: float, b_hi: float, unit: str) -> str:
+    if unit in POINT_UNITS:
+        return f"{(b_hi - b_lo) / 2:g} points"
+    return f"{b_hi / centre - 1:.0%}" if centre > 0 else f"{(b_hi - b_lo) / 2:g}"
 
 
 def decide_order(claimed: list[str], values: pd.DataFrame, labels: Mapping[str, str]) -> tuple[str, str, dict]:
     """(verdict, reason, medians) for a claimed ranking, highest first, of the aliases' per-round values.
 
-    The order of the medians decides; the reason names the neighbours whose intervals overlap (a rank a
-    reader should read as a range) and, for swapped pairs, whether theirs do.
+    Each neighbouring pair is compared as a paired ratio per round (upper over lower), read as its median with
+    the order-statistic interval: the pair is in the claimed order when the whole interval is above 1, reversed
+    when it is below 1, undecided otherwise. Every pair in order: reproduced; any pair reversed: not reproduced;
+    else inconclusive.
     """
-    summary = {a: intervals.median_interval(values[a].to_numpy()[None, :]) for a in claimed}
-    med = {a: float(s[0][0]) for a, s in summary.items()}
-    bounds = {a: (float(s[1][0]), float(s[2][0])) for a, s in summary.items()}
+    med = {a: float(values[a].median()) for a in claimed}
+    said, states = [], []
+    for a, b in pairwise(claimed):
+        ratio = (values[a] / values[b]).to_numpy(dtype=float)
+        ratio = ratio[np.isfinite(ratio)]
+        m, lo, hi, n, _ = (float(x[0]) for x in intervals.median_interval(ratio[None, :]))
+        state = "in order" if n >= 2 and lo > 1 else "reversed" if n >= 2 and hi < 1 else "undecided"
+        states.append(state)
+        said.append(f"{labels[a]} / {labels[b]} {m:.2f} [{lo:.2f}, {hi:.2f}] {state}")
+    text = " > ".join(f"{labels[a]} {med[a]:.1f}" for a in sorted(claimed, key=lambda a: -med[a]))
+    reason = f"ours: {text}; paired per round: " + "; ".join(said)
+    if "reversed" in states:
+        return NOT_REPRODUCED, reason, med
+    if "undecided" in states:
+        return INCONCLUSIVE, reason, med
+    return REPRODUCED, reason, med
 
-    def overlap(a, b) -> str:
-        (lo_a, hi_a), (lo_b, hi_b) = bounds[a], bounds[b]
-        if not all(np.isfinite([lo_a, hi_a, lo_b, hi_b])):
-            return "no intervals"
-        return "overlapping intervals" if lo_a <= hi_b and lo_b <= hi_a else "separate intervals"
 
-    ours = sorted(claimed, key=lambda a: -med[a])
-    text = " > ".join(f"{labels[a]} {med[a]:.1f}" for a in ours)
-    if ours == claimed:
-        close = [f"{labels[a]} and {labels[b]}" for a, b in pairwise(ours) if overlap(a, b) != "separate intervals"]
-        note = f"; {', '.join(close)} are not separated" if close else "; every neighbour is separated"
-        return REPRODUCED, f"ours ranks the same: {text}{note}", med
-    swapped = [
-        f"{labels[b]} above {labels[a]} ({overlap(a, b)})"
-        for i, a in enumerate(claimed)
-        for b in claimed[i + 1 :]
-        if med[a] < med[b]
-    ]
-    return NOT_REPRODUCED, f"ours: {text}; " + "; ".join(swapped), med
+# --- What makes a round's runs unfit to decide on, and how far apart they were measured -----------------------
+
+
+def run_rows(claim: Mapping, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per alias, its cell's runs indexed by round (one cell per alias; round_values checked that)."""
+    return {alias: select(runs, selector).set_index("round") for alias, selector in claim["cells"].items()}
+
+
+def spoiled_rounds(claim: Mapping, rows: Mapping[str, pd.DataFrame], rounds) -> dict[str, set]:
+    """Per reason, the rounds whose runs cannot decide the claim: a run preempted, or a cell the claim needs at its
+    ceiling (server_bound: true for every cell, or a list of aliases) below the server-bound ELU."""
+    out = {"preempted": set(), "not server-bound": set()}
+    need = claim.get("server_bound") or []
+    need = list(claim["cells"]) if need is True else list(need)
+    for alias, mine in rows.items():
+        mine = mine[mine.index.isin(list(rounds))]
+        if "preempted" in mine:
+            out["preempted"] |= set(mine.index[mine["preempted"].fillna(False).astype(bool)])
+        if alias in need and "elu_utilization" in mine:
+            elu = pd.to_numeric(mine["elu_utilization"], errors="coerce")
+            out["not server-bound"] |= set(mine.index[~(elu >= SERVER_BOUND_ELU)])
+    return out
+
+
+def pair_gaps(rows: Mapping[str, pd.DataFrame], rounds) -> tuple[float, float]:
+    """(median, largest) over rounds of how far apart, in seconds, the first and last of the claim's runs of one
+    round started; NaN for a claim that reads one cell."""
+    if len(rows) < 2:
+        return np.nan, np.nan
+    starts = pd.DataFrame(
+        {a: pd.to_datetime(r["started_at"], utc=True, format="ISO8601") for a, r in rows.items()}
+    ).loc[list(rounds)]
+    spread = (starts.max(axis=1) - starts.min(axis=1)).dt.total_seconds().dropna()
+    return (float(spread.median()), float(spread.max())) if len(spread) else (np.nan, np.nan)
+
+
+def aa_floor(claim: Mapping, runs: pd.DataFrame, figure: str) -> float:
+    """The A/A floor (|log| of the median per-round ratio of the control's twin to the control) for the claim's
+    figure in the peer groups of its cells, the widest of them; 0 where the scope measured no twin there."""
+    twins = {s for s in runs["server"].astype(str).unique() if s.endswith(TWIN_SUFFIX)}
+    widest = 0.0
+    for selector in claim["cells"].values():
+        mine = select(runs, selector)
+        if mine.empty:
+            continue
+        peers = mine.iloc[0][[k for k in PEERS if k in mine]].astype(str)
+        same = np.ones(len(runs), dtype=bool)
+        for k, v in peers.items():
+            same &= runs[k].astype(str).to_numpy() == v
+        group = runs[same]
+        for twin in twins:
+            a = group[group["server"].astype(str) == twin].set_index("round")[figure]
+            b = group[group["server"].astype(str) == twin[: -len(TWIN_SUFFIX)]].set_index("round")[figure]
+            ratio = (a / b).dropna()
+            if len(ratio):
+                widest = max(widest, float(abs(np.log(ratio.median()))))
+    return widest
 
 
 # --- One claim, and the ledger ---------------------------------------------------------------------------------
@@ -352,8 +418,11 @@ def decide_outcomes(claim: Mapping, outcomes: list[Mapping]) -> tuple[str, str, 
         what = f"failed: {o['check']}" if o["outcome"] == "failed" else _answered(o)
         said.append(f"{o['server']} {o['workload']}: {what}")
         pattern = (claim.get("expect_check") or {}).get(alias)
+        status = (claim.get("expect_status") or {}).get(alias)
         if o["outcome"] != want:
             wrong.append(f"{o['server']} was expected to have {want}")
+        elif status is not None and set(map(str, (o.get("status_counts") or {}))) != {str(status)}:
+            wrong.append(f"{o['server']} answered, but not only HTTP {status}")
         elif want == "failed" and pattern and not re.search(pattern, o["check"] or ""):
             wrong.append(f"{o['server']} failed, but not as expected (/{pattern}/)")
     ours = "; ".join(said)
@@ -368,10 +437,9 @@ def _answered(o: Mapping) -> str:
     return f"answered ({status}, {o.get('req_per_s') or 0:,.0f} req/s)"
 
 
-def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Mapping] = ()) -> dict:
-    """One row of the ledger for a claim, from its scope's runs (None when the claim needs none) or, for a
-    claim about cells expected to fail, their outcomes."""
-    row = {
+def _blank(claim: Mapping) -> dict:
+    """A ledger row with the claim's own fields and nothing measured yet."""
+    return {
         "id": claim["id"],
         "seed": str(claim["seed"]),
         "source": claim.get("source", ""),
@@ -390,7 +458,31 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
         "interval": "",
         "ours_text": "",
         "ours_conditions": "",
+        "rounds_left_out": 0,
+        "floor": np.nan,
+        "gap_median_s": np.nan,
+        "gap_max_s": np.nan,
     }
+
+
+def _unfit(claim: Mapping, values: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, str, str | None]:
+    """(the rounds fit to decide on, what was left out and why, the reason the claim is invalid or None)."""
+    spoiled = spoiled_rounds(claim, run_rows(claim, runs), values.index)
+    bad = set().union(*spoiled.values())
+    if not bad:
+        return values, "", None
+    kept = values[~values.index.isin(sorted(bad))]
+    why = "; ".join(f"{len(r)} of {len(values)} rounds {k} (rounds {', '.join(map(str, sorted(r)))})"
+                    for k, r in spoiled.items() if r)  # fmt: skip
+    if len(kept) < 2 or len(kept) < MIN_KEPT_SHARE * len(values):
+        return kept, why, f"{len(kept)} of {len(values)} rounds fit to decide on: {why}"
+    return kept, f"left out: {why}", None
+
+
+def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Mapping] = ()) -> dict:
+    """One row of the ledger for a claim, from its scope's runs (None when the claim needs none) or, for a
+    claim about cells expected to fail, their outcomes."""
+    row = _blank(claim)
     if claim.get("untestable"):
         return row | {"verdict": UNTESTABLE, "reason": claim["untestable"]}
     if claim.get("pending"):
@@ -400,6 +492,14 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
         return row | {"verdict": verdict, "reason": reason, "ours_text": "see why" if ours else ""}
     values = score_values(claim, runs) if claim.get("scores") else round_values(claim, runs)
     labels = {a: s.get("label", s.get("server", a)) for a, s in claim["cells"].items()}
+    left_out, measured = "", len(values)
+    if not claim.get("scores") and len(values):
+        values, left_out, invalid = _unfit(claim, values, runs)
+        if invalid:
+            return row | {"n": len(values), "rounds_left_out": measured - len(values), "verdict": INVALID,
+                          "reason": invalid, "ours_conditions": conditions(claim, runs, values.index)}  # fmt: skip
+        gaps = pair_gaps(run_rows(claim, runs), values.index)
+        row |= {"gap_median_s": gaps[0], "gap_max_s": gaps[1], "rounds_left_out": measured - len(values)}
     if claim["compare"] == "order":
         if values.empty:
             return row | {"verdict": PENDING, "reason": "no round scored every server of this claim"}
@@ -421,21 +521,28 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
     dropped = len(per_round) - len(finite)
     median, lo, hi, n, _ = intervals.median_interval(finite.to_numpy(dtype=float)[None, :])
     median, lo, hi, n = float(median[0]), float(lo[0]), float(hi[0]), int(n[0])
-    unit = claim.get("unit", "")
+    unit, compare = claim.get("unit", ""), claim["compare"]
+    floor = 0.0
+    if compare in ("at_most", "at_least", "below") and unit not in POINT_UNITS and not claim.get("scores"):
+        floor = aa_floor(claim, runs, claim.get("figure_of", "req_per_s"))
+    centre = claim.get("figure") if compare == "equal" else claim.get("null")
     verdict, reason = decide(
-        claim["compare"],
+        compare,
         claim.get("figure"),
         median,
         lo,
         hi,
         n,
         unit=unit,
-        tolerance=float(claim.get("tolerance", 0.0)),
+        band=claimfile.band(claim, centre) if compare in ("equal", "same") else None,
         null=claim.get("null"),
         limit=claim.get("limit"),
+        floor=floor,
     )
     if dropped:
         reason += f"; {dropped} round{'s' if dropped > 1 else ''} left out, where the statistic is not a number"
+    if left_out:
+        reason += f"; {left_out}"
     ours = fmt(median, unit) + (f" [{fmt(lo, unit)}, {fmt(hi, unit)}]" if n >= 2 else "")
     return row | {
         "median": median,
@@ -445,6 +552,7 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
         "interval": intervals.describe(n),
         "ours_text": ours,
         "ours_conditions": conditions(claim, runs, values.index) if n else "",
+        "floor": floor,
         "verdict": verdict,
         "reason": reason,
     }
@@ -462,6 +570,8 @@ def ledger(
     for c in claims:
         try:
             rows.append(evaluate_claim(c, runs_by_scope.get(c.get("scope")), outcomes))
+        except NoRuns as e:
+            rows.append(_blank(c) | {"verdict": INVALID, "reason": f"{e}: its measurement failed or was not made"})
         except ClaimError as e:
             rows.append(evaluate_claim({**c, "pending": f"the runs cannot answer it: {e}"}, None))
     return pd.DataFrame(rows)

@@ -11,7 +11,8 @@ from nodebench.render.page import STYLE
 TITLE = "The claims ledger: published framework benchmarks, re-measured"
 ROW_CLASS = {
     C.REPRODUCED: "reproduced",
-    C.DIRECTION: "direction",
+    C.INCONCLUSIVE: "inconclusive",
+    C.INVALID: "invalid",
     C.NOT_REPRODUCED: "refuted",
     C.UNTESTABLE: "untestable",
     C.PENDING: "pending",
@@ -19,7 +20,8 @@ ROW_CLASS = {
 LEDGER_STYLE = """
 td { white-space: normal; vertical-align: top; max-width: 28em; }
 tr.reproduced td:nth-child(4) { color: #070; font-weight: bold; }
-tr.direction td:nth-child(4) { color: #a60; font-weight: bold; }
+tr.inconclusive td:nth-child(4) { color: #a60; font-weight: bold; }
+tr.invalid td:nth-child(4) { color: #555; font-weight: bold; }
 tr.refuted td:nth-child(4) { color: #a00; font-weight: bold; }
 tr.untestable td, tr.pending td { color: #777; }
 """
@@ -37,7 +39,10 @@ def _ours(row) -> str:
     where = f"[{row['scope']}](../{row['scope']}/index.html)" if row["scope"] else ""
     interval = f", {row['interval']}" if row["interval"] else ""
     cond = f" *({row['ours_conditions']})*" if row["ours_conditions"] else ""
-    return f"**{row['ours_text']}** ({where}{interval}){cond}"
+    gap = ""
+    if pd.notna(row.get("gap_median_s")):
+        gap = f"; its runs of a round started {row['gap_median_s']:.0f} s apart (median; largest {row['gap_max_s']:.0f} s)"
+    return f"**{row['ours_text']}** ({where}{interval}{gap}){cond}"
 
 
 def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Block]:
@@ -61,11 +66,15 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
                 "**Ours** is the claim's statistic computed round by round from runs of the same round, then its "
                 "median over rounds with the order-statistic interval for that median; n and the interval's "
                 "coverage are printed beside it (n=3 is min-max and covers 75 %, n=5 93.75 %, n=10 2nd-9th 97.85 %).",
-                f"**{C.REPRODUCED}**: within the claim's tolerance of the published figure, with an interval that "
-                "excludes no effect (for a claim of no difference: the whole interval within the tolerance). "
-                f"**{C.DIRECTION}**: the sign holds (our interval excludes no effect), the size does not. "
-                f"**{C.NOT_REPRODUCED}**: neither, or too noisy to tell. **{C.UNTESTABLE}** and "
-                f"**{C.PENDING}** say why.",
+                f"**{C.REPRODUCED}**: the whole interval inside the claim's band (the tolerance rule: ±5 points "
+                "for a figure in percent, ±10 % on a log scale for any other; for a claim of no difference, the "
+                "band around no effect), or on the claimed side of its limit. "
+                f"**{C.NOT_REPRODUCED}**: the whole interval outside it (the reason says whether it lies on the "
+                f"published side of no effect or the opposite one). **{C.INCONCLUSIVE}**: the interval holds both "
+                f"the claim and its negation, or there is no interval: the data cannot decide, which is not a "
+                f"refutation. **{C.INVALID}**: most rounds had a preempted run, or a cell below its ceiling where "
+                f"the claim is about the framework at its ceiling, or a cell's measurement failed. "
+                f"**{C.UNTESTABLE}** and **{C.PENDING}** say why.",
                 "Published figures are from other machines; only ratios and shapes transfer, so most claims are "
                 "compared as ratios measured in one run, paired in time. The conditions under each figure say what "
                 "each side measured, on which machine and when.",

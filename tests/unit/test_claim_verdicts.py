@@ -1,0 +1,269 @@
+"""The ledger's verdicts on synthetic rounds whose answer is known: for each kind of comparison, data where the
+claim is true, where it is false and where the data are too noisy to say, and the rounds that make a claim
+invalid. A verdict that cannot come out each way would show here."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from nodebench import claimfile
+from nodebench.analysis import claims as C
+
+# The machine's speed in each round: every server in a round sees the same factor, so paired ratios cancel it.
+DRIFT = [1.0, 1.6, 0.8, 1.2, 0.9, 1.1, 0.7, 1.3, 1.05, 0.95]
+
+
+def runs(cells: dict[tuple, list[float]], figure: str = "req_per_s", extra: dict | None = None) -> pd.DataFrame:
+    """A runs table: (workload, server) -> one value per round, times that round's drift; extra: per
+    (workload, server) a dict of column -> per-round values (preempted, elu_utilization, started_at)."""
+    rows = []
+    for (workload, server), values in cells.items():
+        for r, v in enumerate(values, start=1):
+            row = {
+                "workload": workload,
+                "server": server,
+                "connections": 50,
+                "client": "wrk",
+                "stopping_rule": "duration",
+                "stop": "5s",
+                "round": r,
+                "framework": server,
+                "framework_version": "1.0.0",
+                "node_version": "v20.0.0",
+                "cpu_model": "Test CPU",
+                "cpu_count": 2,
+                "started_at": f"2026-12-01T05:{r:02d}:{10 * list(cells).index((workload, server)):02d}+00:00",
+                "preempted": False,
+                "elu_utilization": 0.99,
+            }
+            row[figure] = v * DRIFT[r - 1]
+            for column, per_round in ((extra or {}).get((workload, server)) or {}).items():
+                row[column] = per_round[r - 1]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def ratio_runs(per_round, extra=None) -> pd.DataFrame:
+    """fastify at per_round[r] x express's rate in round r (both drifting alike)."""
+    cells = {("empty", "fastify"): [1000.0 * x for x in per_round], ("empty", "express"): [1000.0] * len(per_round)}
+    return runs(cells, extra=extra)
+
+
+def claim(**kw) -> dict:
+    return {
+        "id": "t-ratio",
+        "seed": "000",
+        "quote": "Fastify is 4.37x faster",
+        "figure": 4.37,
+        "unit": "x",
+        "scope": "overall",
+        "cells": {"f": {"workload": "empty", "server": "fastify"}, "e": {"workload": "empty", "server": "express"}},
+        "statistic": "f / e",
+        "compare": "equal",
+        "null": 1,
+    } | kw
+
+
+def verdict(c, data):
+    return C.evaluate_claim(c, data)["verdict"]
+
+
+# --- equal: a published figure -----------------------------------------------------------------------------------
+
+
+def test_equal_reproduced_only_when_the_whole_interval_is_inside_the_rule_band():
+    # The rule: ±10 % on a log scale, 3.97x to 4.81x around 4.37x.
+    assert claimfile.band(claim(), 4.37) == pytest.approx((4.37 / 1.1, 4.37 * 1.1))
+    row = C.evaluate_claim(claim(), ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35]))
+    assert row["verdict"] == C.REPRODUCED and "inside 3.97x to 4.81x" in row["reason"], row["reason"]
+    assert (row["lo"], row["hi"], row["n"]) == pytest.approx((4.2, 4.5, 5))
+
+
+def test_equal_false_is_not_reproduced_and_says_the_direction():
+    row = C.evaluate_claim(claim(), ratio_runs([2.0, 2.1, 1.9, 2.05, 1.95]))
+    assert row["verdict"] == C.NOT_REPRODUCED and "wholly below" in row["reason"]
+    assert "the same direction as published" in row["reason"]
+    row = C.evaluate_claim(claim(), ratio_runs([0.8, 0.82, 0.79, 0.81, 0.8]))
+    assert row["verdict"] == C.NOT_REPRODUCED and "opposite direction" in row["reason"]
+
+
+def test_equal_too_noisy_is_inconclusive():
+    row = C.evaluate_claim(claim(), ratio_runs([3.0, 4.4, 5.6, 4.0, 4.6]))
+    assert row["verdict"] == C.INCONCLUSIVE and "wider than" in row["reason"], row["reason"]
+
+
+def test_an_interval_holding_no_effect_and_the_claim_is_inconclusive_never_opposite():
+    # 000-stopping-express in the last ledger: +4.5 % [-9.4, +6.4] against the seed's -7.0 %: the median is on the
+    # far side of 0, but the interval holds both 0 and -7.0.
+    c = claim(figure=-7.0, unit="%", null=0, statistic="100 * (f / e - 1)")
+    row = C.evaluate_claim(c, ratio_runs([1.045, 0.906, 1.064, 1.05, 1.03]))
+    assert row["median"] == pytest.approx(4.5) and row["lo"] == pytest.approx(-9.4)
+    assert row["verdict"] == C.INCONCLUSIVE and "opposite" not in row["reason"]
+    # The same median with the whole interval beyond 0 and beyond the band: opposite.
+    row = C.evaluate_claim(c, ratio_runs([1.045, 1.03, 1.064, 1.05, 1.04]))
+    assert row["verdict"] == C.NOT_REPRODUCED and "opposite direction" in row["reason"]
+
+
+def test_a_percentage_is_matched_within_five_points():
+    c = claim(figure=-18.1, unit="%", null=0, statistic="100 * (f / e - 1)")
+    assert claimfile.band(c, -18.1) == pytest.approx((-23.1, -13.1))
+    assert verdict(c, ratio_runs([0.83, 0.82, 0.81, 0.80, 0.84])) == C.REPRODUCED
+    assert verdict(c, ratio_runs([0.95] * 5)) == C.NOT_REPRODUCED
+    assert verdict(c, ratio_runs([0.95, 0.80, 0.84, 0.90, 0.82])) == C.INCONCLUSIVE
+
+
+def test_one_round_decides_nothing():
+    row = C.evaluate_claim(claim(), ratio_runs([4.37]))
+    assert row["verdict"] == C.INCONCLUSIVE and "no interval" in row["reason"]
+
+
+# --- same: no difference ------------------------------------------------------------------------------------------
+
+
+def test_same_three_ways():
+    same = claim(compare="same", figure=None)
+    assert verdict(same, ratio_runs([1.02, 0.97, 1.01, 0.99, 1.03])) == C.REPRODUCED
+    shifted = C.evaluate_claim(same, ratio_runs([1.30, 1.32, 1.28, 1.31, 1.29]))
+    assert shifted["verdict"] == C.NOT_REPRODUCED and "wholly above" in shifted["reason"]
+    noisy = C.evaluate_claim(same, ratio_runs([0.85, 1.0, 1.2, 0.95, 1.05]))
+    assert noisy["verdict"] == C.INCONCLUSIVE and "holds the claim and its negation" in noisy["reason"]
+
+
+# --- at_most, at_least, below: limits, with the A/A floor ------------------------------------------------------
+
+
+def flat_claim(**kw):
+    return claim(
+        compare="at_most",
+        figure=None,
+        limit=1.0,
+        cells={"hi": {"workload": "empty", "server": "express"}, "lo": {"workload": "list", "server": "express"}},
+        statistic="hi / lo",
+    ) | kw
+
+
+def flat_runs(per_round, twin=None):
+    """express on empty at per_round[r] x its rate on list; twin: node-http-aa's ratio to node-http on empty."""
+    cells = {("empty", "express"): [1000.0 * x for x in per_round], ("list", "express"): [1000.0] * len(per_round)}
+    if twin is not None:
+        cells |= {("empty", "node-http"): [2000.0] * len(per_round), ("empty", "node-http-aa"): [2000.0 * twin] * 5}
+    return runs(cells)
+
+
+def test_at_most_three_ways_and_the_floor_in_the_claims_favour():
+    assert verdict(flat_claim(), flat_runs([0.97, 0.99, 1.0, 0.98, 0.96])) == C.REPRODUCED
+    assert verdict(flat_claim(), flat_runs([1.2, 1.25, 1.3, 1.22, 1.28])) == C.NOT_REPRODUCED
+    assert verdict(flat_claim(), flat_runs([0.95, 1.05, 1.1, 0.98, 1.02])) == C.INCONCLUSIVE
+    # 2-4 % above the limit: refuted without an A/A control, within what two names of one server showed with one
+    # whose twin read 5 % apart.
+    gain = [1.02, 1.03, 1.04, 1.03, 1.02]
+    assert verdict(flat_claim(), flat_runs(gain)) == C.NOT_REPRODUCED
+    row = C.evaluate_claim(flat_claim(), flat_runs(gain, twin=1.05))
+    assert row["verdict"] == C.REPRODUCED and "A/A floor of 5.0%" in row["reason"], row["reason"]
+    assert row["floor"] == pytest.approx(np.log(1.05))
+
+
+def test_at_least_three_ways():
+    c = claim(compare="at_least", figure=None, limit=0.95, unit="", cells={"e": {"server": "express"}}, statistic="e")
+    c["figure_of"] = "elu_utilization"
+    data = lambda elu: runs({("empty", "express"): elu}, figure="elu_utilization")  # noqa: E731
+    drift_free = lambda v: [x / d for x, d in zip(v, DRIFT, strict=False)]  # noqa: E731
+    assert verdict(c, data(drift_free([0.99, 0.98, 1.0, 0.99, 0.97]))) == C.REPRODUCED
+    assert verdict(c, data(drift_free([0.80, 0.85, 0.82, 0.81, 0.84]))) == C.NOT_REPRODUCED
+    assert verdict(c, data(drift_free([0.90, 0.99, 0.97, 0.93, 0.98]))) == C.INCONCLUSIVE
+
+
+def test_below_three_ways_and_the_floor_against_the_claim():
+    c = claim(compare="below", figure=None, limit=1)
+    assert verdict(c, ratio_runs([0.90, 0.93, 0.95, 0.91, 0.97])) == C.REPRODUCED
+    assert verdict(c, ratio_runs([1.01, 1.05, 1.02, 1.03, 1.00])) == C.NOT_REPRODUCED
+    assert verdict(c, ratio_runs([0.90, 1.05, 0.95, 0.92, 0.97])) == C.INCONCLUSIVE
+    # 2-4 % below 1 is a difference without a control; with a twin 5 % apart it does not exceed the floor.
+    small = ratio_runs([0.97, 0.96, 0.98, 0.97, 0.96])
+    assert verdict(c, small) == C.REPRODUCED
+    twin = runs({("empty", "node-http"): [2000.0] * 5, ("empty", "node-http-aa"): [2100.0] * 5})
+    assert verdict(c, pd.concat([small, twin])) == C.NOT_REPRODUCED
+
+
+# --- order: a ranking, paired per round ---------------------------------------------------------------------------
+
+
+def test_an_order_three_ways_from_paired_neighbours():
+    labels = {"a": "A", "b": "B", "c": "C"}
+    values = pd.DataFrame({"a": [100.0] * 5, "b": [90.0, 80, 95, 85, 88], "c": [70.0, 72, 75, 71, 69]})
+    verdict_, reason, _ = C.decide_order(["a", "b", "c"], values, labels)
+    assert verdict_ == C.REPRODUCED and "B / C" in reason and "in order" in reason
+    assert C.decide_order(["a", "c", "b"], values, labels)[0] == C.NOT_REPRODUCED
+    close = values.assign(c=[92.0, 78, 97, 83, 90])
+    verdict_, reason, _ = C.decide_order(["a", "b", "c"], close, labels)
+    assert verdict_ == C.INCONCLUSIVE and "undecided" in reason
+
+
+# --- invalid: rounds that cannot decide ---------------------------------------------------------------------------
+
+
+def test_preempted_rounds_are_left_out_and_mostly_preempted_is_invalid():
+    true = [4.3, 4.4, 4.5, 4.2, 4.35]
+    one = {("empty", "fastify"): {"preempted": [False, False, True, False, False]}}
+    row = C.evaluate_claim(claim(), ratio_runs(true, one))
+    assert row["verdict"] == C.REPRODUCED and row["n"] == 4 and row["rounds_left_out"] == 1
+    assert "1 of 5 rounds preempted (rounds 3)" in row["reason"]
+    most = {("empty", "express"): {"preempted": [True, True, True, False, False]}}
+    row = C.evaluate_claim(claim(), ratio_runs(true, most))
+    assert row["verdict"] == C.INVALID and "2 of 5 rounds fit to decide on" in row["reason"]
+    # A claim refuted by its numbers is still invalid when its runs were preempted: preemption decides first.
+    assert verdict(claim(), ratio_runs([2.0] * 5, most)) == C.INVALID
+
+
+def test_a_claim_about_the_framework_needs_its_cells_at_their_ceiling():
+    low = {("empty", "fastify"): {"elu_utilization": [0.7, 0.8, 0.75, 0.99, 0.6]}}
+    data = ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35], low)
+    assert verdict(claim(), data) == C.REPRODUCED
+    row = C.evaluate_claim(claim(server_bound=True), data)
+    assert row["verdict"] == C.INVALID and "4 of 5 rounds not server-bound" in row["reason"]
+    assert verdict(claim(server_bound=["e"]), data) == C.REPRODUCED
+
+
+def test_a_cell_without_runs_is_invalid_and_the_other_claims_go_on():
+    data = ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35])
+    failed = claim(id="t-failed", cells={"f": {"workload": "list", "server": "fastify"}}, statistic="f")
+    table = C.ledger([failed, claim()], {"overall": data})
+    assert list(table["verdict"]) == [C.INVALID, C.REPRODUCED]
+    assert "has no runs in overall" in table["reason"].iloc[0]
+
+
+# --- how far apart a claim's runs were measured -------------------------------------------------------------------
+
+
+def test_the_gap_between_a_claims_runs_of_one_round_is_reported():
+    row = C.evaluate_claim(claim(), ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35]))
+    assert row["gap_median_s"] == pytest.approx(10.0) and row["gap_max_s"] == pytest.approx(10.0)
+    far = ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35])
+    far.loc[(far["server"] == "express") & (far["round"] == 2), "started_at"] = "2026-12-01T05:42:00+00:00"
+    row = C.evaluate_claim(claim(), far)
+    assert row["gap_max_s"] == pytest.approx(40 * 60) and row["gap_median_s"] == pytest.approx(10.0)
+
+
+# --- many campaigns: the verdicts' error rates on data whose truth is known ---------------------------------------
+
+
+@pytest.mark.parametrize(("truth", "allowed"), [(4.37, {C.REPRODUCED, C.INCONCLUSIVE}), (2.0, {C.NOT_REPRODUCED})])
+def test_campaigns_with_a_known_truth_rarely_get_the_wrong_verdict(truth, allowed):
+    # 400 campaigns of 5 rounds with 3 % lognormal noise per round: a true claim is reproduced or inconclusive
+    # (never refuted more often than its interval misses, 6.25 % at n=5), a false one is refuted.
+    rng = np.random.default_rng(7)
+    got = [verdict(claim(), ratio_runs(list(truth * np.exp(rng.normal(0, 0.03, 5))))) for _ in range(400)]
+    wrong = sum(v not in allowed for v in got) / len(got)
+    assert wrong <= 0.0625, pd.Series(got).value_counts()
+    if truth == 4.37:
+        assert got.count(C.REPRODUCED) / len(got) > 0.5
+
+
+# --- the rules claims.yaml follows --------------------------------------------------------------------------------
+
+
+def test_an_own_tolerance_needs_a_reason():
+    assert claimfile.check([claim()]) == []
+    assert "needs a tolerance_why" in claimfile.check([claim(tolerance=0.2)])[0]
+    assert claimfile.check([claim(tolerance=0.2, tolerance_why="the seed says about")]) == []
+    assert claimfile.band(claim(tolerance=0.2, tolerance_why="x"), 1.0) == pytest.approx((1 / 1.2, 1.2))

@@ -119,7 +119,9 @@ def check(claims: list[Mapping]) -> list[str]:
                 f"±{RULE_RELATIVE:.0%} otherwise) and needs a tolerance_why"
             )
         if compare == "equal" and c.get("unit", "") not in POINT_UNITS and not float(c.get("figure") or 0) > 0:
-            problems.append(f"{cid}: a figure in {c.get('unit') or 'no unit'} is matched relative to it: it must be > 0")
+            problems.append(
+                f"{cid}: a figure in {c.get('unit') or 'no unit'} is matched relative to it: it must be > 0"
+            )
         for alias, selector in cells.items():
             unknown = set(selector) - {*SELECTOR_KEYS, "figure", "label"}
             if unknown:

@@ -313,7 +313,11 @@ class Plan:
             # away. An A/B block always measures its own pairs: in its order, not another block's shuffle.
             lenders = self.blocks if order == "shuffled" else []
             lender = next(
-                (b for b in lenders if all({c[1] for c in m} <= self.groups.get((b, k, r), set()) for k, m in groups.items())),
+                (
+                    b
+                    for b in lenders
+                    if all({c[1] for c in m} <= self.groups.get((b, k, r), set()) for k, m in groups.items())
+                ),
                 block,
             )
             for key, members in groups.items():

@@ -349,7 +349,8 @@ class Targets:
             return [c for c in planned if c[1] in servers and WORKLOADS[c[0]].score_set == wanted]
         found = []
         for selector in claim["cells"].values():
-            found += [c for c in planned if all(str(selector[k]) == str(v) for k, v in zip(keys, c) if k in selector)]
+            want = {k: str(selector[k]) for k in keys if k in selector}
+            found += [c for c in planned if all(str(c[keys.index(k)]) == v for k, v in want.items())]
         if claim["compare"] in ("at_most", "at_least", "below"):
             control = plan.control(self.config) if claim["scope"] == OVERALL else None
             if claim["scope"] in self.experiments:

@@ -133,13 +133,16 @@ def test_same_three_ways():
 
 
 def flat_claim(**kw):
-    return claim(
-        compare="at_most",
-        figure=None,
-        limit=1.0,
-        cells={"hi": {"workload": "empty", "server": "express"}, "lo": {"workload": "list", "server": "express"}},
-        statistic="hi / lo",
-    ) | kw
+    return (
+        claim(
+            compare="at_most",
+            figure=None,
+            limit=1.0,
+            cells={"hi": {"workload": "empty", "server": "express"}, "lo": {"workload": "list", "server": "express"}},
+            statistic="hi / lo",
+        )
+        | kw
+    )
 
 
 def flat_runs(per_round, twin=None):

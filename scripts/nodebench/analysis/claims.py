@@ -157,9 +157,7 @@ def round_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
         mine = select(runs, selector)
         cells = mine.groupby(CELL, observed=True).ngroups if len(mine) else 0
         if cells == 0:
-            raise NoRuns(
-                f"{claim['id']}: cell {alias} ({describe_selector(selector)}) has no runs in {claim['scope']}"
-            )
+            raise NoRuns(f"{claim['id']}: cell {alias} ({describe_selector(selector)}) has no runs in {claim['scope']}")
         if cells > 1:
             differ = [k for k in CELL if mine[k].astype(str).nunique() > 1]
             raise ClaimError(

@@ -41,7 +41,8 @@ def _ours(row) -> str:
     cond = f" *({row['ours_conditions']})*" if row["ours_conditions"] else ""
     gap = ""
     if pd.notna(row.get("gap_median_s")):
-        gap = f"; its runs of a round started {row['gap_median_s']:.0f} s apart (median; largest {row['gap_max_s']:.0f} s)"
+        apart, largest = row["gap_median_s"], row["gap_max_s"]
+        gap = f"; its runs of a round started {apart:.0f} s apart (median; largest {largest:.0f} s)"
     return f"**{row['ours_text']}** ({where}{interval}{gap}){cond}"
 
 

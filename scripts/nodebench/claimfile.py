@@ -51,6 +51,18 @@ def band(claim: Mapping, centre: float) -> tuple[float, float]:
     return (lo, hi) if lo <= hi else (hi, lo)
 
 
+def uses_floor(claim: Mapping) -> bool:
+    """Whether a claim's limit moves by the A/A floor: a limit (at_most, at_least, below) on a ratio (unit x) of
+    one figure, whose control's twin over the control is the same kind of ratio. The floor is measured where the
+    claim's scope measures the control in its cells' peer groups."""
+    return (
+        claim.get("compare") in ("at_most", "at_least", "below")
+        and claim.get("unit") == "x"
+        and not claim.get("scores")
+        and not any("figure" in s for s in (claim.get("cells") or {}).values())
+    )
+
+
 def names_in(expression: str) -> set[str]:
     """The aliases an expression reads (its names other than the functions)."""
     return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)} - set(FUNCTION_NAMES)

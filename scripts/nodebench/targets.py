@@ -10,7 +10,7 @@ import json
 import os
 import time
 
-from nodebench import codegraph, plan
+from nodebench import claimfile, codegraph, plan
 from nodebench.catalogue.clients import CLIENTS
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
@@ -351,7 +351,7 @@ class Targets:
         for selector in claim["cells"].values():
             want = {k: str(selector[k]) for k in keys if k in selector}
             found += [c for c in planned if all(str(c[keys.index(k)]) == v for k, v in want.items())]
-        if claim["compare"] in ("at_most", "at_least", "below"):
+        if claimfile.uses_floor(claim):
             control = plan.control(self.config) if claim["scope"] == OVERALL else None
             if claim["scope"] in self.experiments:
                 control = next((m.get("control") for m in self.experiments[claim["scope"]]["matrices"]), None)

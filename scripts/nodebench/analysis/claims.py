@@ -265,7 +265,7 @@ def decide(
         return INCONCLUSIVE, f"{span}: {width} {what}, so it holds the claim and its negation"
     if compare in ("at_most", "at_least", "below"):
         # The floor moves the limit in the claim's favour for at_most and at_least, against it for below.
-        shift = floor if (unit not in POINT_UNITS and limit > 0) else 0.0
+        shift = floor if np.isfinite(floor) and limit > 0 else 0.0
         moved = limit * float(np.exp(-shift if compare in ("at_least", "below") else shift))
         note = f" (the limit {f(limit)} moved by the A/A floor of {np.expm1(shift):.1%})" if shift else ""
         if compare == "at_most":
@@ -520,9 +520,7 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
     median, lo, hi, n, _ = intervals.median_interval(finite.to_numpy(dtype=float)[None, :])
     median, lo, hi, n = float(median[0]), float(lo[0]), float(hi[0]), int(n[0])
     unit, compare = claim.get("unit", ""), claim["compare"]
-    floor = 0.0
-    if compare in ("at_most", "at_least", "below") and unit not in POINT_UNITS and not claim.get("scores"):
-        floor = aa_floor(claim, runs, claim.get("figure_of", "req_per_s"))
+    floor = aa_floor(claim, runs, claim.get("figure_of", "req_per_s")) if claimfile.uses_floor(claim) else np.nan
     centre = claim.get("figure") if compare == "equal" else claim.get("null")
     verdict, reason = decide(
         compare,

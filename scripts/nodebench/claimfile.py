@@ -4,6 +4,7 @@ Kept free of heavy imports because the Snakefile reads it on every invocation.
 """
 
 import ast
+import re
 from collections.abc import Mapping
 
 COMPARES = ("equal", "same", "at_most", "at_least", "below", "order", "outcome")
@@ -52,12 +53,15 @@ def band(claim: Mapping, centre: float) -> tuple[float, float]:
 
 
 def uses_floor(claim: Mapping) -> bool:
-    """Whether a claim's limit moves by the A/A floor: a limit (at_most, at_least, below) on a ratio (unit x) of
-    one figure, whose control's twin over the control is the same kind of ratio. The floor is measured where the
+    """Whether a claim's limit moves by the A/A floor: a limit (at_most, at_least, below) on a plain ratio a / b
+    (unit x) of one figure, whose control's twin over the control is the same kind of ratio (a ratio of ratios is
+    noisier than one such offset). The floor is measured where the
     claim's scope measures the control in its cells' peer groups."""
+    simple = re.fullmatch(r"\s*\w+\s*/\s*\w+\s*", str(claim.get("statistic", ""))) is not None
     return (
         claim.get("compare") in ("at_most", "at_least", "below")
         and claim.get("unit") == "x"
+        and simple
         and not claim.get("scores")
         and not any("figure" in s for s in (claim.get("cells") or {}).values())
     )
@@ -199,6 +203,15 @@ def ledger_claims(claims: list[Mapping], scope_cells, failure_cells) -> list[Map
                 claim = unresolved(claim, problem)
         out.append(claim)
     return out
+
+
+def run_scopes(claims: list[Mapping]) -> list[str]:
+    """The scopes whose runs the ledger's measured claims read (an outcome claim reads failures instead)."""
+    return list(
+        dict.fromkeys(
+            c["scope"] for c in claims if not (c.get("pending") or c.get("untestable")) and c["compare"] != "outcome"
+        )
+    )
 
 
 def failure_scopes(claims: list[Mapping]) -> list[str]:

@@ -336,8 +336,8 @@ class Plan:
         self.blocks.append(block)
 
     def owner(self, scope_block: str, workload, server, connections, client, stop, round_) -> str:
-        """The block whose run a scope's run is: the scope's own, or an earlier block that measured its whole peer
-        group in that round."""
+        """The block whose run a scope's run is: the scope's own, or an earlier block that measured all of the
+        scope's round (every one of its peer groups, whole)."""
         return self.owners[(scope_block, workload, server, int(connections), client, stop, int(round_))]
 
     def find(self, block, workload, server, connections, client, stop, round_) -> tuple[int, int, int] | None:

@@ -352,13 +352,14 @@ class Targets:
             want = {k: str(selector[k]) for k in keys if k in selector}
             found += [c for c in planned if all(str(c[keys.index(k)]) == v for k, v in want.items())]
         if claimfile.uses_floor(claim):
-            control = plan.control(self.config) if claim["scope"] == OVERALL else None
-            if claim["scope"] in self.experiments:
-                control = next((m.get("control") for m in self.experiments[claim["scope"]]["matrices"]), None)
-            if control:
-                pair = {control, plan.twin(control)}
-                peers = {plan.peer_key(c) for c in found}
-                found += [c for c in planned if c[1] in pair and plan.peer_key(c) in peers]
+            if claim["scope"] == OVERALL:
+                controls = {plan.control(self.config)} - {None}
+            else:
+                controls = {m["control"] for m in self.experiments.get(claim["scope"], {}).get("matrices", [])
+                            if m.get("control")}  # fmt: skip
+            pair = controls | {plan.twin(c) for c in controls}
+            peers = {plan.peer_key(c) for c in found}
+            found += [c for c in planned if c[1] in pair and plan.peer_key(c) in peers]
         return list(dict.fromkeys(found))
 
     def claim_records(self, claims: list[dict]) -> dict[str, list[str]]:

@@ -270,3 +270,44 @@ def test_an_own_tolerance_needs_a_reason():
     assert "needs a tolerance_why" in claimfile.check([claim(tolerance=0.2)])[0]
     assert claimfile.check([claim(tolerance=0.2, tolerance_why="the seed says about")]) == []
     assert claimfile.band(claim(tolerance=0.2, tolerance_why="x"), 1.0) == pytest.approx((1 / 1.2, 1.2))
+
+
+def test_a_band_that_holds_no_effect_needs_an_interval_that_does_not():
+    # The schema's 3 % on the empty handler: its band (0.94x to 1.13x) holds 1 as well.
+    c = claim(figure=1.03)
+    row = C.evaluate_claim(c, ratio_runs([1.00, 1.02, 0.99, 1.03, 1.01]))
+    assert row["verdict"] == C.INCONCLUSIVE and "both hold no effect" in row["reason"]
+    assert verdict(c, ratio_runs([1.02, 1.03, 1.04, 1.03, 1.05])) == C.REPRODUCED
+    assert verdict(c, ratio_runs([1.30, 1.32, 1.31, 1.29, 1.33])) == C.NOT_REPRODUCED
+
+
+def test_a_run_without_the_figure_is_left_out_like_a_preempted_one():
+    data = ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35])
+    data.loc[(data["server"] == "express") & (data["round"] == 4), "req_per_s"] = np.nan
+    row = C.evaluate_claim(claim(), data)
+    assert row["n"] == 4 and "1 of 5 rounds without the figure (rounds 4)" in row["reason"]
+    data.loc[data["server"] == "express", "req_per_s"] = np.nan
+    assert verdict(claim(), data) == C.INVALID
+
+
+def test_a_score_claim_leaves_out_rounds_with_a_preempted_run():
+    rates = {"node-http": 10000.0, "fastify": 10000 / 1.1}
+    data = runs({(w, s): [r] * 5 for w in ("hello", "not-found") for s, r in rates.items()})
+    data["us_per_req_elu"] = 1e6 / data["req_per_s"]
+    score = {
+        "id": "t-score",
+        "seed": "004",
+        "quote": "q",
+        "scope": "scenarios",
+        "scores": {"score_set": "seed", "basis": "rps"},
+        "cells": {"f": {"server": "fastify"}},
+        "statistic": "f",
+        "compare": "equal",
+        "figure": 90.9,
+        "unit": "score",
+        "null": 100,
+    }
+    assert verdict(score, data) == C.REPRODUCED
+    data.loc[(data["server"] == "node-http") & (data["round"] <= 3), "preempted"] = True
+    row = C.evaluate_claim(score, data)
+    assert row["verdict"] == C.INVALID and "3 of 5 rounds preempted" in row["reason"]

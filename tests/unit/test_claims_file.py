@@ -116,10 +116,16 @@ def test_the_ledger_measures_the_cells_its_claims_read_and_no_others():
         "unit": "x",
         "compare": "at_most",
         "limit": 1.1,
-        "cells": {"a": {"workload": "point-lookup", "server": "express", "connections": 10}},
+        "statistic": "a / b",
+        "cells": {
+            "a": {"workload": "point-lookup", "server": "express", "connections": 200},
+            "b": {"workload": "point-lookup", "server": "express", "connections": 10},
+        },
     }
     assert ("point-lookup", "node-http-aa", 10, "wrk", "5s") in t.claim_cells(flat)
-    per_cell = flat | {"cells": {"a": flat["cells"]["a"] | {"figure": "latency_p99_ms"}}}
-    assert t.claim_cells(per_cell) == [("point-lookup", "express", 10, "wrk", "5s")]
+    assert ("point-lookup", "node-http", 200, "wrk", "5s") in t.claim_cells(flat)
+    # Per-cell figures or a ratio of ratios take no floor, and so no control.
+    per_cell = flat | {"cells": {k: v | {"figure": "latency_p99_ms"} for k, v in flat["cells"].items()}}
+    assert len(t.claim_cells(per_cell)) == 2 and len(t.claim_cells(flat | {"statistic": "a / b / a"})) == 2
     # A claim over several peer groups of the naive experiment reads its own block's runs, never another's.
     assert all(r.startswith("data/runs/naive-settimeout/") for r in records["naive-settimeout"])

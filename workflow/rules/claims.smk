@@ -7,7 +7,7 @@
 # blocks that measure them, not every cell of every scope it touches.
 use rule aggregate_runs as aggregate_claim_runs with:
     input:
-        records=lambda wc: LEDGER_RECORDS[wc.scope],
+        records=lambda wc: T.claim_records(LEDGER_CLAIMS)[wc.scope],
         schema=targets.RUN_SCHEMA,
         code=code("aggregate_runs.py"),
     output:
@@ -53,11 +53,11 @@ rule write_ledger:
 # reports/claims/all: the ledger (its rows link each scope's report, built by that scope's own target).
 use rule list_outputs as list_claims_outputs with:
     input:
-        outputs=[
+        outputs=lambda wc: [
             targets.LEDGER,
             targets.LEDGER_MARKDOWN,
             targets.LEDGER_PAGE,
-            *(r for s in LEDGER_RUN_SCOPES for r in LEDGER_RECORDS[s]),
+            *(r for paths in T.claim_records(LEDGER_CLAIMS).values() for r in paths),
         ],
         code=code("list_outputs.py"),
     output:

@@ -74,8 +74,9 @@ os.environ.update(targets.job_environment(config, SCRIPTS, os.environ))
 LEDGER_CLAIMS = claimfile.ledger_claims(
     CLAIMS_DOC["claims"], T.scope_cells, T.failure_cells
 )
-LEDGER_RECORDS = T.claim_records(LEDGER_CLAIMS)
-LEDGER_RUN_SCOPES = list(LEDGER_RECORDS)
+# The scopes whose runs the ledger's claims read; their records are asked for only when the DAG is built, after
+# the workflow has set where adaptive blocks stopped (T.stopped_at).
+LEDGER_RUN_SCOPES = claimfile.run_scopes(LEDGER_CLAIMS)
 LEDGER_FAILURES = T.failure_paths(claimfile.failure_scopes(LEDGER_CLAIMS))
 
 

@@ -13,7 +13,7 @@ scenario score reads each server's round scores (analysis.scenarios) instead of 
 Each measured claim ends in one of four verdicts, decided from the interval, never from the median alone:
 **reproduced**, **not reproduced**, **inconclusive** (the interval holds both the claim and its negation, or
 there is no interval) or **invalid** (the rounds it reads are mostly preempted, or below the server-bound ELU
-where the claim needs its cells at their ceiling, or a cell's measurement failed). Rounds with such a run are
+where the claim needs its cells at their ceiling, or without the figure it reads). Rounds with such a run are
 left out first, and said; a claim is invalid when fewer than half of its rounds, or fewer than two, are left.
 How each comparison decides is in decide() and decide_order(); the band of an `equal` or `same` claim comes
 from the tolerance rule in claimfile (±5 points for a figure in percent, ±10 % on a log scale otherwise). Each
@@ -36,6 +36,7 @@ from nodebench import claimfile
 from nodebench.analysis import intervals, scenarios
 from nodebench.analysis.metrics import CELL, PEERS
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
+from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.claimfile import COMPARES, POINT_UNITS, SELECTOR_KEYS, describe_selector, names_in  # noqa: F401
 from nodebench.plan import TWIN_SUFFIX
 
@@ -167,7 +168,9 @@ def round_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
         if figure not in mine:
             raise ClaimError(f"{claim['id']}: cell {alias} reads {figure!r}, which the runs do not have")
         columns[alias] = mine.set_index("round")[figure].astype(float)
-    return pd.DataFrame(columns).dropna().sort_index()
+    # Rounds every cell has a run in; a run without the figure (NaN) stays, for _unfit to leave out and say.
+    rounds = sorted(set.intersection(*(set(c.index) for c in columns.values())))
+    return pd.DataFrame(columns).loc[rounds].sort_index()
 
 
 def score_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
@@ -256,6 +259,11 @@ def decide(
         b_lo, b_hi = band
         what = f"{f(b_lo)} to {f(b_hi)}" + (f" (±{_tol(centre, b_lo, b_hi, unit)} of {f(centre)})")
         if b_lo <= lo and hi <= b_hi:
+            if compare == "equal" and null is not None and b_lo <= null <= b_hi and lo <= null <= hi:
+                return INCONCLUSIVE, (
+                    f"{span}: inside {what}, but the band and the interval both hold no effect ({f(null)}), so the "
+                    "claimed difference is not shown"
+                )
             return REPRODUCED, f"{span}: inside {what}"
         if hi < b_lo or lo > b_hi:
             where = "below" if hi < b_lo else "above"
@@ -346,11 +354,19 @@ def pair_gaps(rows: Mapping[str, pd.DataFrame], rounds) -> tuple[float, float]:
     round started; NaN for a claim that reads one cell."""
     if len(rows) < 2:
         return np.nan, np.nan
-    starts = pd.DataFrame(
-        {a: pd.to_datetime(r["started_at"], utc=True, format="ISO8601") for a, r in rows.items()}
-    ).loc[list(rounds)]
-    spread = (starts.max(axis=1) - starts.min(axis=1)).dt.total_seconds().dropna()
+    runs = pd.concat([r[r.index.isin(list(rounds))][["started_at"]] for r in rows.values()])
+    starts = pd.to_datetime(runs["started_at"], utc=True, format="ISO8601").groupby(level=0)
+    spread = (starts.max() - starts.min()).dt.total_seconds().dropna()
     return (float(spread.median()), float(spread.max())) if len(spread) else (np.nan, np.nan)
+
+
+def score_rows(claim: Mapping, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Per server of a claim on the scenario score (node:http, the baseline, among them), its runs of the score
+    set's cells indexed by round: every run a round's scores are made from."""
+    wanted = claim["scores"]["score_set"]
+    in_set = runs["workload"].map(lambda w: getattr(WORKLOADS.get(w), "score_set", None) == wanted)
+    servers = {s["server"] for s in claim["cells"].values()} | {scenarios.BASELINE}
+    return {s: runs[in_set & (runs["server"] == s)].set_index("round") for s in sorted(servers)}
 
 
 def aa_floor(claim: Mapping, runs: pd.DataFrame, figure: str) -> float:
@@ -463,9 +479,10 @@ def _blank(claim: Mapping) -> dict:
     }
 
 
-def _unfit(claim: Mapping, values: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, str, str | None]:
+def _unfit(claim: Mapping, values: pd.DataFrame, rows: Mapping[str, pd.DataFrame]):
     """(the rounds fit to decide on, what was left out and why, the reason the claim is invalid or None)."""
-    spoiled = spoiled_rounds(claim, run_rows(claim, runs), values.index)
+    spoiled = spoiled_rounds(claim, rows, values.index)
+    spoiled["without the figure"] = set(values.index[values.isna().any(axis=1)])
     bad = set().union(*spoiled.values())
     if not bad:
         return values, "", None
@@ -491,12 +508,13 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
     values = score_values(claim, runs) if claim.get("scores") else round_values(claim, runs)
     labels = {a: s.get("label", s.get("server", a)) for a, s in claim["cells"].items()}
     left_out, measured = "", len(values)
-    if not claim.get("scores") and len(values):
-        values, left_out, invalid = _unfit(claim, values, runs)
+    if len(values):
+        rows = score_rows(claim, runs) if claim.get("scores") else run_rows(claim, runs)
+        values, left_out, invalid = _unfit(claim, values, rows)
         if invalid:
             return row | {"n": len(values), "rounds_left_out": measured - len(values), "verdict": INVALID,
                           "reason": invalid, "ours_conditions": conditions(claim, runs, values.index)}  # fmt: skip
-        gaps = pair_gaps(run_rows(claim, runs), values.index)
+        gaps = pair_gaps(rows, values.index)
         row |= {"gap_median_s": gaps[0], "gap_max_s": gaps[1], "rounds_left_out": measured - len(values)}
     if claim["compare"] == "order":
         if values.empty:
@@ -517,6 +535,8 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
     # A round whose statistic is not a number (a zero denominator) is left out, and the reason says so.
     finite = per_round[np.isfinite(per_round.to_numpy(dtype=float))]
     dropped = len(per_round) - len(finite)
+    if len(per_round) and not len(finite):
+        return row | {"verdict": INVALID, "reason": f"the statistic is not a number in any of {len(per_round)} rounds"}
     median, lo, hi, n, _ = intervals.median_interval(finite.to_numpy(dtype=float)[None, :])
     median, lo, hi, n = float(median[0]), float(lo[0]), float(hi[0]), int(n[0])
     unit, compare = claim.get("unit", ""), claim["compare"]

@@ -74,7 +74,7 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
                 f"published side of no effect or the opposite one). **{C.INCONCLUSIVE}**: the interval holds both "
                 f"the claim and its negation, or there is no interval: the data cannot decide, which is not a "
                 f"refutation. **{C.INVALID}**: most rounds had a preempted run, or a cell below its ceiling where "
-                f"the claim is about the framework at its ceiling, or a cell's measurement failed. "
+                f"the claim is about the framework at its ceiling, or runs without the figure it reads. "
                 f"**{C.UNTESTABLE}** and **{C.PENDING}** say why.",
                 "Published figures are from other machines; only ratios and shapes transfer, so most claims are "
                 "compared as ratios measured in one run, paired in time. The conditions under each figure say what "

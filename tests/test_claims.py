@@ -283,7 +283,13 @@ def test_reports_claims_all_on_a_tiny_real_run(project, tmp_path):
     assert set(table["verdict"]) <= set(C.VERDICTS)
     by = table.set_index("id")
     # Measured here: two paired rounds of the naive setTimeout cells.
-    assert by.loc["000-naive-dilutes", "n"] == 2 and np.isfinite(by.loc["000-naive-dilutes", "median"])
+    # (a round with a preempted run is left out, and with one of two left the claim is invalid: say so, not fail)
+    naive = by.loc["000-naive-dilutes"]
+    assert naive["n"] + naive["rounds_left_out"] == 2, naive["reason"]
+    if naive["rounds_left_out"] == 0:
+        assert np.isfinite(naive["median"]) and naive["verdict"] in (C.REPRODUCED, C.NOT_REPRODUCED, C.INCONCLUSIVE)
+    else:
+        assert naive["verdict"] == C.INVALID and "preempted" in naive["reason"]
     # Not in this matrix: not testable, and why.
     assert by.loc["000-empty-ratio", "verdict"] == C.UNTESTABLE
     assert "not measured with this configuration" in by.loc["000-empty-ratio", "reason"]
@@ -295,7 +301,8 @@ def test_reports_claims_all_on_a_tiny_real_run(project, tmp_path):
     for cid in ("003-hang", "003-throws-express4", "003-throws-express5"):
         assert by.loc[cid, "verdict"] == C.REPRODUCED, (cid, by.loc[cid, "reason"])
     # Its runs of a round were measured side by side, and the ledger says how far apart.
-    assert 0 <= by.loc["000-naive-dilutes", "gap_median_s"] <= by.loc["000-naive-dilutes", "gap_max_s"] < 120
+    if naive["verdict"] != C.INVALID:
+        assert 0 <= naive["gap_median_s"] <= naive["gap_max_s"] < 120
     page = (project / "reports/claims/index.html").read_text()
     assert "000-naive-dilutes" in page and 'href="../naive-settimeout/index.html"' in page
     # The ledger measures the cells its claims read, not whole scopes: the empty cells no claim reads were not run.

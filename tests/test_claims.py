@@ -268,6 +268,11 @@ experiments:
         connections: [10]
         clients: [ab]
         counts: [50]
+      - servers: [express]
+        workloads: [throws]
+        connections: [10]
+        clients: [autocannon]
+        counts: [50]
 """
 
 

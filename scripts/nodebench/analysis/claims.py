@@ -419,7 +419,7 @@ def conditions(claim: Mapping, runs: pd.DataFrame, rounds) -> str:
 
 def decide_outcomes(claim: Mapping, outcomes: list[Mapping]) -> tuple[str, str, str]:
     """(verdict, reason, ours) for a claim on cells expected to fail: each alias's outcome against its expectation."""
-    said, wrong = [], []
+    said, wrong, unsure = [], [], []
     for alias, selector in claim["cells"].items():
         found = [o for o in outcomes if all(str(o.get(k)) == str(v) for k, v in selector.items() if k in SELECTOR_KEYS)]
         if not found:
@@ -435,13 +435,17 @@ def decide_outcomes(claim: Mapping, outcomes: list[Mapping]) -> tuple[str, str, 
         status = (claim.get("expect_status") or {}).get(alias)
         if o["outcome"] != want:
             wrong.append(f"{o['server']} was expected to have {want}")
-        elif status is not None and set(map(str, (o.get("status_counts") or {}))) != {str(status)}:
+        elif status is not None and o.get("status_counts") is None:
+            unsure.append(f"{o['server']} answered, but its client does not say with which status")
+        elif status is not None and set(map(str, o["status_counts"])) != {str(status)}:
             wrong.append(f"{o['server']} answered, but not only HTTP {status}")
         elif want == "failed" and pattern and not re.search(pattern, o["check"] or ""):
             wrong.append(f"{o['server']} failed, but not as expected (/{pattern}/)")
     ours = "; ".join(said)
     if wrong:
         return NOT_REPRODUCED, "; ".join(wrong) + f" ({ours})", ours
+    if unsure:
+        return INCONCLUSIVE, "; ".join(unsure) + f" ({ours})", ours
     return REPRODUCED, f"the harness reported, and did not hang: {ours}", ours
 
 

@@ -14,59 +14,14 @@ import pandas as pd
 import pytest
 import yaml
 
+from claim_data import claim as ratio_claim
+from claim_data import runs
 from conftest import REPO, leftovers, snakemake
 from nodebench import claimfile, plan
 from nodebench.analysis import claims as C
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.harness import procs, server
 from nodebench.render import ledger as L
-
-# The machine's speed in each round: every server in a round sees the same factor.
-DRIFT = [1.0, 1.6, 0.8, 1.2, 0.9]
-
-
-def runs(cells: dict[tuple, list[float]], figure: str = "req_per_s", scope_cols: dict | None = None) -> pd.DataFrame:
-    """A runs table: (workload, server) -> one value per round, multiplied by that round's drift."""
-    rows = []
-    for (workload, server_), values in cells.items():
-        for r, (v, d) in enumerate(zip(values, DRIFT, strict=False), start=1):
-            rows.append(
-                {
-                    "workload": workload,
-                    "server": server_,
-                    "connections": 50,
-                    "client": "wrk",
-                    "stopping_rule": "duration",
-                    "stop": "5s",
-                    "round": r,
-                    figure: v * d,
-                    "framework": server_,
-                    "framework_version": "1.0.0",
-                    "node_version": "v20.0.0",
-                    "cpu_model": "Test CPU",
-                    "cpu_count": 2,
-                    "started_at": f"2026-12-01T05:{r:02d}:00+00:00",
-                    "preempted": False,
-                    **(scope_cols or {}),
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def ratio_claim(**kw) -> dict:
-    return {
-        "id": "t-ratio",
-        "seed": "000",
-        "quote": "Fastify is 4.37x faster",
-        "figure": 4.37,
-        "unit": "x",
-        "scope": "overall",
-        "cells": {"f": {"workload": "empty", "server": "fastify"}, "e": {"workload": "empty", "server": "express"}},
-        "statistic": "f / e",
-        "compare": "equal",
-        "null": 1,
-    } | kw
-
 
 # --- Verdicts on data with a known answer: tests/unit/test_claim_verdicts.py --------------------------------------
 
@@ -206,7 +161,7 @@ def test_the_ledger_page_says_each_verdict_and_escapes_the_quotes():
     table = C.ledger([claim, {"id": "t-p", "seed": "001", "quote": "q", "pending": "not built"}], {"overall": data})
     page = L.page(table, {"000": "seed zero"})
     assert "&lt;b&gt;is&lt;/b&gt;" in page and C.NOT_REPRODUCED in page and "not built" in page
-    assert "started 0 s apart (median; largest 0 s)" in page
+    assert "started 10 s apart (median; largest 10 s)" in page
     md = L.markdown(table)
     assert "| *Fastify <b>is</b> 4.37x faster* (t-ratio)" in md and "2 published claims from 2 seeds" in md
     dictionary = yaml.safe_load((REPO / "workflow/schemas/metrics.dictionary.yaml").read_text())["ledger"]

@@ -12,7 +12,7 @@ import time
 
 from nodebench import claimfile, codegraph, plan
 from nodebench.catalogue.clients import CLIENTS
-from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS
+from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
 
 # --- The path table ----------------------------------------------------------------------
@@ -339,12 +339,10 @@ class Targets:
         """The planned cells of its scope a measured claim reads: each alias's cell; for a claim on the scenario
         score, every cell of its score set for its servers and node:http; for a limit (at_most, at_least, below),
         also the A/A control and its twin in its cells' peer groups, whose offset is the claim's floor."""
-        from nodebench.analysis.scenarios import BASELINE
-
         planned = self.scope_cells(claim["scope"]) or []
         keys = ("workload", "server", "connections", "client", "stop")
         if claim.get("scores"):
-            servers = {s["server"] for s in claim["cells"].values()} | {BASELINE}
+            servers = {s["server"] for s in claim["cells"].values()} | {SCORE_BASELINE}
             wanted = claim["scores"]["score_set"]
             return [c for c in planned if c[1] in servers and WORKLOADS[c[0]].score_set == wanted]
         found = []

@@ -35,6 +35,7 @@ import pandas as pd
 from nodebench import claimfile
 from nodebench.analysis import intervals, scenarios
 from nodebench.analysis.metrics import CELL, PEERS
+from nodebench.analysis.outcomes import log_floor
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.claimfile import COMPARES, POINT_UNITS, SELECTOR_KEYS, describe_selector, names_in  # noqa: F401
@@ -388,7 +389,7 @@ def aa_floor(claim: Mapping, runs: pd.DataFrame, figure: str) -> float:
             b = group[group["server"].astype(str) == twin[: -len(TWIN_SUFFIX)]].set_index("round")[figure]
             ratio = (a / b).dropna()
             if len(ratio):
-                widest = max(widest, float(abs(np.log(ratio.median()))))
+                widest = max(widest, float(log_floor(ratio.median())))
     return widest
 
 

@@ -16,9 +16,9 @@ the seed also asks of its readers ("a range, not a rank").
 import numpy as np
 import pandas as pd
 
-from nodebench.catalogue.workloads import DATABASE_SET, SEED_SET, WORKLOADS
+from nodebench.catalogue.workloads import DATABASE_SET, SCORE_BASELINE, SEED_SET, WORKLOADS
 
-BASELINE = "node-http"
+BASELINE = SCORE_BASELINE
 #: basis -> (run column, True when a higher value is better for the server).
 BASES = {"cpu": ("us_per_req_elu", False), "rps": ("req_per_s", True)}
 SET_NAMES = {SEED_SET: "the seed's twelve scenarios", DATABASE_SET: "the database set"}

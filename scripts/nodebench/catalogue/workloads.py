@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 #: The score sets: the seed's twelve scenarios (seeds/004) and our database set.
 SEED_SET = "seed"
 DATABASE_SET = "database"
+#: The server every scenario score is taken against (= 100).
+SCORE_BASELINE = "node-http"
 
 
 @dataclass(frozen=True)

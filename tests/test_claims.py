@@ -61,6 +61,10 @@ def test_outcomes_of_cells_expected_to_fail():
     outcomes[1] = {**outcomes[1], "status_counts": {"200": 150, "500": 50}}
     row = C.evaluate_claim(five, None, outcomes)
     assert row["verdict"] == C.NOT_REPRODUCED and "not only HTTP 500" in row["reason"]
+    # ab counts non-2xx answers but not which status: the claim cannot be decided from it.
+    outcomes[1] = {**outcomes[1], "status_counts": None, "non2xx": 200}
+    row = C.evaluate_claim(five, None, outcomes)
+    assert row["verdict"] == C.INCONCLUSIVE and "does not say with which status" in row["reason"]
 
 
 # --- The statistic language ---------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Validation of the open-loop load client (servers/loadgen/openloop.js) against tiny servers.
+"""Validation of the open-loop load client (servers/loadgen/openloop.js) against tiny servers, in the suite.
 
 Each test starts its servers (tests/fixtures/openloop/*.js) as subprocesses on free loopback
 ports and always stops them (the fixture checks that none survives). With two CPUs or more,
@@ -23,6 +23,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -32,9 +33,9 @@ import pytest
 
 from nodebench.harness import procs
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 CLIENT = REPO / "servers" / "loadgen" / "openloop.js"
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "openloop"
+FIXTURES = REPO / "tests" / "fixtures" / "openloop"
 NODE = shutil.which("node")
 WRK = shutil.which("wrk")
 TASKSET = shutil.which("taskset")
@@ -251,3 +252,71 @@ def test_poisson_schedule_is_reproducible():
         assert abs(sd - mean) < 0.05
     constant = dry("--arrivals", "constant")
     assert constant[:4] == [0, 1, 2, 3] and constant[-1] == pytest.approx(19999)
+
+
+def test_reads_chunked_answers_and_a_server_that_closes(servers):
+    """Answers without content-length (chunked), and a connection the server closes after every fifth answer:
+    every request is answered and counted, with its whole size on the wire, and the closed connections are
+    replaced (its own HTTP/1.1 reader, not node:http's)."""
+    port = servers("chunked.js")
+    # Five answers read by hand on one connection: four keep-alive ones, then one that closes it.
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n" * 5)
+        raw = b""
+        while chunk := sock.recv(65536):
+            raw += chunk
+    answers = [a + b"0\r\n\r\n" for a in raw.split(b"0\r\n\r\n")[:-1]]
+    assert len(answers) == 5 and b"2\r\nok\r\n1\r\n-\r\n2\r\nok\r\n" in answers[0]
+    keep, close = len(answers[0]), len(answers[4])
+    result = measure(port, "--rate", "500", "--duration", "2", "--warmup", "1", "--connections", "8", attempts=1)
+    assert result["sent"] == result["completed"] == 1000 and result["errors"] == 0
+    assert result["status_counts"] == {"200": 1000}
+    # The warm-up's 500 and these 5 keep the count a multiple of five: 200 of the window's answers close.
+    assert result["bytes"] == 800 * keep + 200 * close
+    # Connections closed by the server after every fifth answer were replaced by new ones.
+    assert result["connections_opened"] >= 1500 / 5
+
+
+@pytest.fixture
+def contract_server():
+    """servers/node-http.js (the contract's probe: /__elu/start and /__elu/stop) on a free port, no database (its
+    `empty` route makes no query); stopped after."""
+    port = procs.free_port()
+    proc = subprocess.Popen(
+        [*SERVER_CPU, NODE, str(REPO / "servers" / "node-http.js")], cwd=REPO / "servers",
+        env={**os.environ, "PORT": str(port)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout.readline().startswith("READY "), "node-http.js did not start"
+        yield port
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, 9)
+        proc.wait(timeout=10)
+
+
+def drive(port: int, *args: str) -> tuple[list[dict], subprocess.CompletedProcess]:
+    done = subprocess.run(
+        [*CLIENT_CPU, NODE, str(CLIENT), "--driver", "--url", f"http://127.0.0.1:{port}/static/1", *args],
+        input="warmup\ngo\n", capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    return [json.loads(line) for line in done.stdout.splitlines()], done
+
+
+@pytest.mark.skipif(not (REPO / "servers" / "node_modules" / "pg").exists(), reason="needs npm ci in servers/")
+def test_driver_opens_the_window_and_reports_refusal_instead_of_exiting(contract_server):
+    """--driver, the harness's protocol: the server's window holds exactly the window's requests, and a rate the
+    client cannot keep comes back as a result that says why it is refused, with no latencies, not as exit 3."""
+    lines, done = drive(contract_server, "--rate", "1000", "--duration", "1", "--warmup", "1")
+    assert done.returncode == 0, done.stderr
+    assert [x["event"] for x in lines] == ["loaded", "warmup", "window", "result"]
+    result = lines[-1]
+    assert result["openloop"]["completed"] == 1000 and result["elu"]["requests"] == 1000
+    assert result["openloop"]["bytes"] > 1000 * 200  # the whole answers: status line, headers and the row
+    lines, done = drive(contract_server, "--rate", "400000", "--duration", "1", "--warmup", "0")
+    assert done.returncode == 0, done.stderr
+    result = lines[-1]["openloop"]
+    print(result["refused"])
+    assert result["refused"] and result["latency_ms"]["p99"] is None and result["client_effect_ms"] is None
+    assert result["completed"] == lines[-1]["elu"]["requests"] - result["abandoned"]

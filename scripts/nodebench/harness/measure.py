@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nodebench.catalogue.clients import Stop
+from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.harness import hostsample, loadgen, nodejs, pgcluster, procs, record, server, verify, workspace
 from nodebench.harness.errors import RunError, StartError
@@ -70,6 +71,8 @@ class Paths:
     answer_fixture: Path | None
     template: Path | None
     run_schema: Path
+    #: An open-loop cell's capacity: the record of its closed-loop cell in the same round (plan.capacity_cell).
+    capacity: Path | None = None
 
 
 class Phases:
@@ -110,6 +113,8 @@ class Started:
     database_mode: str
     sampler: hostsample.WindowSampler
     server_cpus: list[int]
+    #: Milliseconds from the server's process start to its first answer (server.time_to_first_answer).
+    startup_ms: float
 
 
 def split_cpus(opts: Options) -> tuple[list[int], list[int]]:
@@ -121,6 +126,54 @@ def split_cpus(opts: Options) -> tuple[list[int], list[int]]:
             "would count the client's time; give the job two or more CPUs (or set allow_shared_cpu: true)"
         )
     return procs.split_cpus(cpus)
+
+
+def capacity_record(paths: Paths) -> dict:
+    import json
+
+    if paths.capacity is None:
+        raise RunError("an open-loop cell needs its capacity cell's record (the job has no 'capacity' input)")
+    return json.loads(paths.capacity.read_text())
+
+
+def open_loop_facts(cell: Cell, paths: Paths, started_at: datetime) -> dict:
+    """An open-loop run's capacity, and how long before this run it was measured (empty for a closed loop)."""
+    if cell.stop.load_pct is None:
+        return {}
+    capacity = capacity_record(paths)
+    began = datetime.fromisoformat(capacity["started_at"])
+    return {"capacity_req_per_s": capacity["req_per_s"], "capacity_gap_s": (started_at - began).total_seconds()}
+
+
+def refuse_client_bound(cell: Cell, out: dict) -> None:
+    """An open-loop window that ended with more requests unanswered than there are connections (they queued for
+    one) while the server was not busy (ELU below SERVER_BOUND_ELU) waited for the client, not the server: the
+    client could not read answers and send at that rate on its CPU. Its latencies are refused here, as the client
+    refuses a run that falls behind (openloop_refused says why; the latency columns become null). A transient
+    queue (a pause of the server's) drains before the end and is the server's latency."""
+    load, elu = out["load"], out["elu"]
+    if cell.stop.load_pct is None or load.get("openloop_refused"):
+        return
+    backlog = load.get("openloop_backlog_at_end") or 0
+    if backlog > cell.connections and elu["utilization"] < SERVER_BOUND_ELU:
+        load["openloop_refused"] = (
+            f"{backlog} requests were unanswered as the last was sent, more than the {cell.connections} connections, "
+            f"while the server's event loop was busy only {elu['utilization']:.0%} of the window: the client could not "
+            f"keep {load['openloop_target_rate']:,.0f} req/s on its CPU"
+        )
+        for key in ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms", "latency_mean_ms",
+                    "latency_p99_9_ms", "openloop_client_effect_p99_ms"):  # fmt: skip
+            load[key] = None
+
+
+def open_loop_rate(cell: Cell, capacity: dict) -> float:
+    """An open-loop cell's rate: its share (stop.load_pct) of the req/s its capacity cell's server completed in
+    the same round. RunError if that record is not the same server, workload, connections and round."""
+    for key, want in (("server", cell.server), ("workload", cell.workload), ("connections", cell.connections),
+                      ("round", cell.round)):  # fmt: skip
+        if capacity.get(key) != want:
+            raise RunError(f"the capacity record for {cell.label()} has {key} {capacity.get(key)!r}, not {want!r}")
+    return capacity["req_per_s"] * cell.stop.load_pct / 100.0
 
 
 def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[int]], stack: ExitStack, log):
@@ -151,7 +204,6 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
         )  # fmt: skip
         db_env, admin_conninfo = cluster.app_env, cluster.admin_conninfo
         stack.callback(cluster.stop)
-        cluster.prepare()
     env = {
         "PATH": os.environ.get("PATH", ""),
         "PORT": str(port),
@@ -161,15 +213,25 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     }
     server_log = scratch / "server.log"
     job_cpus = sorted({*server_cpus, *client_cpus})
-    proc = server.start(opts.server_binary or opts.node, paths.server_file, env, job_cpus, server_log)
+    # Start-up first, alone: the server on its own CPU (as it is measured) and this thread knocking from the
+    # client's, with nothing else starting yet, so the figure is the server's boot and not the template's copy.
+    os.sched_setaffinity(0, client_cpus)
+    spawned = time.monotonic()
+    proc = server.start(opts.server_binary or opts.node, paths.server_file, env, server_cpus, server_log)
     stack.callback(procs.stop, proc)
     workspace.adopt(scratch, "server", proc.pid)
+    startup_ms = server.time_to_first_answer(proc, port, cell.runs, server_log, spawned)
+    os.sched_setaffinity(0, job_cpus)
+    log(f"server {cell.server} answered its first request {startup_ms:.1f} ms after its process started")
+    if cluster is not None:
+        cluster.prepare()
     workload = WORKLOADS[cell.workload]
+    rate = open_loop_rate(cell, capacity_record(paths)) if cell.stop.load_pct is not None else None
     target = loadgen.Target(
         "127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch, workload.method, workload.body_bytes()
     )
     client = loadgen.make(
-        cell.client, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file,
+        cell.client, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file, rate=rate,
         elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
         stack=stack,
     )  # fmt: skip
@@ -193,7 +255,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     os.sched_setaffinity(0, client_cpus)  # this thread (the copy's thread is parked until stop)
     client.pin()
     log(f"server ready, pinned to CPU {server_cpus}")
-    return Started(proc, server_log, port, client, admin_conninfo, mode, sampler, server_cpus)
+    return Started(proc, server_log, port, client, admin_conninfo, mode, sampler, server_cpus, startup_ms)
 
 
 def run_window(cell: Cell, s: Started, admin, phases: Phases) -> tuple[dict, int]:
@@ -316,6 +378,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
             f"drained in {elu.get('drain_ms', 0):.1f} ms"
         )
         check_window(cell, s, out, queries, answer_bytes)
+        refuse_client_bound(cell, out)
         server_exit = procs.stop(s.proc)
         log(f"server stopped ({server_exit})")
         if server_exit != 0:
@@ -343,6 +406,8 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         "process_started_at": procs.process_started_at(),
         "started_at": started_at,
         "phases": phases,
+        "startup_ms": s.startup_ms,
+        "open_loop": open_loop_facts(cell, paths, started_at),
     }
     rec = record.build(observed, facts.result())
     took = f", {rec['requests']:,} requests in {out['window_s']:.2f} s" if stop.rule == "count" else ""

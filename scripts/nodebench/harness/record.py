@@ -36,6 +36,11 @@ def derive(load: dict, window_s: float, elu: dict) -> dict:
     }
 
 
+def _mb(n_bytes) -> float | None:
+    """Bytes as MiB (None stays None: a server that did not say)."""
+    return None if n_bytes is None else n_bytes / 2**20
+
+
 def preemption(elu: dict) -> dict:
     """Was the server kept off its CPU during the window? The flag, its reason, and the figures behind it.
 
@@ -75,6 +80,13 @@ def client_version(name: str, lockfile: Path) -> str:
     """The load generator's version: autocannon's from the lockfile, wrk's and ab's from the program."""
     if name == "autocannon":
         return lockfile_versions(lockfile, ("autocannon",))["autocannon_version"] or "unknown"
+    if name == "openloop":
+        # The project's own client: its version is its file's content.
+        import hashlib
+
+        from nodebench.catalogue.clients import CLIENTS
+
+        return "sha256:" + hashlib.sha256(Path(CLIENTS[name].files[0]).read_bytes()).hexdigest()[:12]
     from nodebench.harness.loadgen import program_version
 
     return program_version(name)
@@ -194,6 +206,9 @@ def build(o: dict, facts: dict) -> dict:
         "pool_size": opts.pool_size,
         "window_s": window_s,
         **load,
+        "latency_p99_9_ms": load.get("latency_p99_9_ms"),
+        "load_pct": stop.load_pct,
+        **o.get("open_loop", {}),
         "warmup_requests": o["warm"]["requests"],
         "answer_bytes": o["answer_bytes"],
         "elu_idle_ms": elu["idle_ms"],
@@ -205,6 +220,10 @@ def build(o: dict, facts: dict) -> dict:
         "server_aborted": elu.get("aborted"),
         "server_in_flight_at_stop": elu.get("in_flight_at_stop"),
         "server_drain_ms": elu.get("drain_ms"),
+        "server_startup_ms": o["startup_ms"],
+        "rss_peak_mb": _mb(elu.get("rss_peak_bytes")),
+        "heap_used_peak_mb": _mb(elu.get("heap_used_peak_bytes")),
+        "heap_total_peak_mb": _mb(elu.get("heap_total_peak_bytes")),
         "server_cpu_user_us": elu["cpu_user_us"],
         "server_cpu_system_us": elu["cpu_system_us"],
         "client_cpu_user_us": out["client_cpu_user_us"],  # the load generator's own CPU over its run

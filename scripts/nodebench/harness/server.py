@@ -3,7 +3,9 @@
 import http.client
 import json
 import shutil
+import socket
 import subprocess
+import time
 from pathlib import Path
 
 from nodebench.harness import procs
@@ -66,6 +68,45 @@ def start(node: str, server_file: Path, env: dict, cpus: list[int], log_path: Pa
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
         )
+
+
+#: How often the start-up probe knocks: the start-up figure's resolution (a boot takes 100-500 ms here).
+STARTUP_POLL_S = 0.001
+
+
+def time_to_first_answer(proc: subprocess.Popen, port: int, name: str, log_path: Path, spawned: float) -> float:
+    """Milliseconds from `spawned` (time.monotonic() right before the server's process was started) to the
+    end of the first answer to GET /__whoami: connect, and if refused (not listening yet) try again every
+    STARTUP_POLL_S. Every server registers all its routes (400 of them for routes-400) before it listens, so
+    this is the time a process manager waits before the server can take traffic. RunError if the server
+    exits first or never answers within READY_TIMEOUT_S."""
+    request = f"GET /__whoami HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    deadline = spawned + READY_TIMEOUT_S
+    while True:
+        if proc.poll() is not None:
+            raise RunError(f"server {name} exited with status {proc.returncode} before it answered: {tail(log_path)}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=READY_TIMEOUT_S) as sock:
+                sock.sendall(request)
+                head = sock.recv(64)
+                while b"\r\n\r\n" not in head:  # the first answer ends with its body; /__whoami is tiny
+                    more = sock.recv(65536)
+                    if not more:
+                        break
+                    head += more
+                while sock.recv(65536):
+                    pass
+            took = time.monotonic() - spawned
+            if not head.startswith(b"HTTP/1.1 200"):
+                raise RunError(f"server {name}'s first answer to GET /__whoami was {head[:40]!r}, not HTTP 200")
+            return took * 1000.0
+        except (ConnectionRefusedError, ConnectionResetError):
+            if time.monotonic() > deadline:
+                raise RunError(
+                    f"server {name} did not answer GET /__whoami within {READY_TIMEOUT_S:g} s of its start: "
+                    f"{tail(log_path)}"
+                ) from None
+            time.sleep(STARTUP_POLL_S)
 
 
 def wait_ready(proc: subprocess.Popen, name: str, log_path: Path) -> None:

@@ -46,6 +46,7 @@ localrules:
     compute_stopping,
     compute_scenarios,
     compute_versions,
+    compute_latency,
     look,
     compute_ab,
     plot_chart,

@@ -20,9 +20,10 @@ def main(sm) -> None:
         scenarios = pd.read_parquet(sm.input.scenarios) if "scenarios" in sm.input.keys() else None
         versions = pd.read_parquet(sm.input.versions) if "versions" in sm.input.keys() else None
         ab = pd.read_parquet(sm.input.ab) if "ab" in sm.input.keys() else None
+        latency = pd.read_parquet(sm.input.latency) if "latency" in sm.input.keys() else None
         text = experiment_report.render(
             sm.wildcards.scope, sm.params.description, runs, metrics, stopping, now, scenarios=scenarios,
-            versions=versions, ab=ab, look=look,
+            versions=versions, ab=ab, look=look, latency=latency,
         )  # fmt: skip
     else:
         # The main matrix's summary reads only the runs' provenance and sessions (and counts them).

@@ -216,7 +216,14 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
             session="synthetic",
             preempted=False,
             preempted_reason=None,
+            load_pct=rule.load_pct,
         )
+        if rule.load_pct is not None:
+            # An open loop kept its schedule: its latency grows with the load, from the scheduled time.
+            share = rule.load_pct / 100
+            r.update(openloop_refused=None, openloop_target_rate=rps, capacity_req_per_s=rps / share,
+                     latency_p50_ms=0.2 / (1 - share), latency_p90_ms=0.5 / (1 - share),
+                     latency_p99_ms=2 / (1 - share), latency_p99_9_ms=5 / (1 - share), capacity_gap_s=3.0)  # fmt: skip
         for key in ("status_counts", "server_statuses"):
             if r.get(key) is not None:
                 r[key] = statuses

@@ -278,7 +278,8 @@ def study(project: Path) -> Path:
 def test_study_measures_counts_and_other_clients(study: Path):
     runs = pd.read_parquet(study / "data/tiny-study/runs.parquet").astype({"client": str})
     by = {(r.client, str(r.stop)): r for r in runs.itertuples()}
-    assert set(by) == {("autocannon", "1s"), ("autocannon", "2000req"), ("wrk", "1s"), ("ab", "2000req")}
+    assert set(by) == {("autocannon", "1s"), ("autocannon", "2000req"), ("wrk", "1s"), ("ab", "2000req"),
+                       ("openloop", "1s-at50")}  # fmt: skip
     count = by[("autocannon", "2000req")]
     # What happened is recorded, not assumed: the count asked for, the count done, and when work ended.
     assert count.stopping_rule == "count" and count.requests_target == 2000 and count.requests >= 2000
@@ -287,7 +288,20 @@ def test_study_measures_counts_and_other_clients(study: Path):
     assert ab.requests == 2000 and ab.server_requests == 2000 and ab.latency_p99_ms >= 0
     wrk = by[("wrk", "1s")]
     assert wrk.client_threads == 1 and 0.9 < wrk.window_s < 2.5 and pd.isna(wrk.resets)
+    # The open loop sent at half the req/s its wrk cell measured in the same round, and either kept its schedule
+    # (its latencies, from the scheduled times) or says why it refused them.
+    ol = by[("openloop", "1s-at50")]
+    assert ol.load_pct == 50 and ol.capacity_req_per_s == pytest.approx(wrk.req_per_s)
+    assert ol.openloop_target_rate == pytest.approx(wrk.req_per_s / 2, rel=1e-3)
+    assert ol.client_reported_req_per_s == pytest.approx(ol.openloop_target_rate, rel=0.01)
+    assert 0 <= ol.capacity_gap_s < 120
+    if ol.openloop_refused is None:
+        assert 0 < ol.latency_p50_ms <= ol.latency_p99_ms <= ol.latency_p99_9_ms
+    else:
+        assert pd.isna(ol.latency_p99_ms), ol.openloop_refused
     for r in by.values():
+        # Start-up and memory are recorded for every run.
+        assert 20 < r.server_startup_ms < 20_000 and 10 < r.rss_peak_mb < 2_000 and 1 < r.heap_used_peak_mb < r.rss_peak_mb
         # Every client's own CPU is recorded, and every answer had the verified size for that client.
         assert r.client_cpu_user_us + r.client_cpu_system_us > 0
         assert r.bytes == r.requests * r.answer_bytes
@@ -315,11 +329,12 @@ def test_study_report_has_the_arithmetic_and_the_client_comparison(study: Path):
     assert bool(row["reported_is_count_per_sample"])
     text = (study / "reports" / "tiny-study" / "summary.md").read_text()
     assert "## Fixed duration against fixed count" in text and "## Load generators" in text
+    assert "## Latency at a fixed arrival rate" in text and "## Start-up and memory" in text
     verdicts = ("the arithmetic explains", "the tail explains only part", "no fixed-count penalty to explain")
     assert any(v in text for v in verdicts) and "unaccounted" in text
     assert "For node-http on `empty`" not in text  # node-http is not in this study
     manifest = (study / "reports" / "tiny-study" / "all").read_text().split()
-    for chart in ("stopping-rule", "load-generators"):
+    for chart in ("stopping-rule", "load-generators", "latency-load"):
         assert f"reports/tiny-study/charts/{chart}.svg" in manifest
     assert not any("duration-sweep" in m for m in manifest)
     assert all((study / m).exists() for m in manifest)

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 
 from nodebench import plan
+from nodebench.catalogue.clients import CLIENTS
 from nodebench.catalogue.clients import problems as client_problems
 from nodebench.catalogue.workloads import WORKLOADS
 
@@ -177,6 +178,13 @@ def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Itera
                     bad = client_problems(client, rules, known)
                     if bad:
                         yield f"config {where}: {'; '.join(bad)}"
+                open_loop = [c for c in matrix["clients"] if c in CLIENTS and CLIENTS[c].open_loop]
+                if open_loop and not matrix.get("loads_pct"):
+                    yield f"config {where} uses {open_loop[0]}, which needs loads_pct (its rates, % of capacity)"
+                if matrix.get("loads_pct") and not open_loop:
+                    yield f"config {where} has loads_pct, which only an open-loop client (openloop) uses"
+                if open_loop and key == "failures":
+                    yield f"config {where}: an open-loop client cannot run a cell expected to fail"
 
 
 def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:

@@ -27,7 +27,7 @@ keep their names and paths, and adding a version plans only that version's cells
 
 import random
 
-from nodebench.catalogue.clients import Stop
+from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
 from nodebench.catalogue.workloads import WORKLOADS
 
 #: The main matrix's load generator when config does not name one.
@@ -222,8 +222,22 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
                 for connections in levels:
                     for client in m["clients"]:
                         for stop in stops:
-                            seen[(workload, server, connections, client, stop)] = None
+                            if not CLIENTS[client].open_loop:
+                                seen[(workload, server, connections, client, stop)] = None
+                                continue
+                            # An open loop's capacity cell first, then one cell per share of it.
+                            seen[capacity_cell((workload, server, connections, client, stop))] = None
+                            for load in m.get("loads_pct") or []:
+                                rule = Stop.parse(stop)
+                                seen[(workload, server, connections, client, Stop(rule.rule, rule.value, load).label)] = None
     return list(seen)
+
+
+def capacity_cell(cell: tuple) -> tuple:
+    """The closed-loop cell whose req/s, in the same round, an open-loop cell's rate is a share of: the same
+    workload, server, connections and duration, with CAPACITY_CLIENT."""
+    workload, server, connections, _, stop = cell
+    return (workload, server, connections, CAPACITY_CLIENT, Stop.parse(stop).closed.label)
 
 
 def peer_key(cell: tuple) -> tuple:

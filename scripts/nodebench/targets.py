@@ -236,7 +236,8 @@ class Targets:
         return None
 
     # --- a measurement job ---------------------------------------------------------------
-    def measure_inputs(self, workload: str, server: str, client_name: str, block: str | None = None) -> dict:
+    def measure_inputs(self, workload: str, server: str, client_name: str, block: str | None = None,
+                       run: tuple | None = None) -> dict:  # fmt: skip
         """This cell's files only: its server and what that server loads, its workload's and its client's files.
 
         In the A/B target's block, also the other build's server files (partner_files): a change to either build
@@ -276,6 +277,12 @@ class Targets:
             inputs["server_binary"] = NODE_BINARY.format(major=node)
         if node == plan.SYSTEM_NODE or client.program is None:
             inputs["pipeline_node"] = SYSTEM_NODE_INFO
+        if client.open_loop and run is not None:
+            # Its rate is a share of the req/s its closed-loop cell measured in the same round: that run's record.
+            connections, stop, round_ = run
+            cell = plan.capacity_cell((workload, server, int(connections), client_name, stop))
+            owner = self.plan.owner(block, *cell, round_)
+            inputs["capacity"] = record_path(owner, *cell, round_)
         pair = self.ab_pair(block) if block else None
         if pair and server in pair:
             other = pair[1 - pair.index(server)]
@@ -402,8 +409,8 @@ class Targets:
 
     def scored(self, scope: str) -> bool:
         """An experiment scores its servers against node:http when it measures node:http on scenarios of a score
-        set."""
-        if scope not in self.experiments or self.versioned(scope):
+        set (not with an open loop, whose cells are latencies at a rate, not costs at the ceiling)."""
+        if scope not in self.experiments or self.versioned(scope) or self.open_loop(scope):
             return False
         return any(
             "node-http" in m["servers"]
@@ -422,7 +429,8 @@ class Targets:
                 versioned=self.versioned(scope),
                 both_stops=any(m.get("counts") and m.get("durations_s") for m in matrices),
                 durations=max((len(m.get("durations_s", [])) for m in matrices), default=0),
-                clients=len({c for m in matrices for c in m["clients"]}),
+                clients=len({c for m in matrices for c in m["clients"] if c in CLIENTS and not CLIENTS[c].open_loop}),
+                open_loop=self.open_loop(scope),
             )
         workloads = self.workloads if scope == OVERALL else [scope]
         return ScopeFacts(
@@ -443,10 +451,16 @@ class Targets:
         """The scope's tables a chart is drawn from."""
         return {t: table_path(scope, t) for t in CHART_LIST[chart].tables}
 
+    def open_loop(self, scope: str) -> bool:
+        """An experiment with open-loop cells (latency at a fixed rate): it gets a latency table and chart."""
+        matrices = self.experiments.get(scope, {}).get("matrices") or []
+        return any(CLIENTS[c].open_loop for m in matrices for c in m["clients"] if c in CLIENTS)
+
     def tables(self, scope: str) -> list[str]:
         """The tables a scope's summary is written from."""
         tables = ["runs", "metrics", "stopping" if scope in self.experiments else "scores"]
         tables += ["scenarios"] * self.scored(scope) + ["versions"] * self.versioned(scope)
+        tables += ["latency"] * self.open_loop(scope)
         return tables + ["ab"] * self.is_ab(scope)
 
     def summary_inputs(self, scope: str) -> dict[str, str]:

@@ -5,7 +5,7 @@ import importlib
 import pytest
 from test_configcheck import REPO, shipped
 
-from nodebench import targets
+from nodebench import plan, targets
 from nodebench.render import chart_list
 from nodebench.render.chart_list import CHART_LIST, ScopeFacts, charts_for
 
@@ -45,7 +45,7 @@ def test_a_scope_lists_its_records_tables_reports_and_charts():
         ({}, ["cpu-per-request", "cost-ratio", "framework-share"]),
         (
             {"workloads": {"empty": {"connections": [10, 50]}}},
-            ["cpu-per-request", "cost-ratio", "connection-sweep", "framework-share"],
+            ["cpu-per-request", "cost-ratio", "connection-sweep", "memory-connections", "framework-share"],
         ),
         ({"control": "node-http"}, ["cpu-per-request", "cost-ratio", "framework-share", "control-drift"]),
         ({"servers": ["fastify", "express-lean"]}, ["cpu-per-request", "framework-share"]),
@@ -64,6 +64,24 @@ def test_each_shipped_experiment_gets_the_charts_of_what_it_measures():
     assert got["versions"] == ["versions"]
     assert got["naive-settimeout"] == []
     assert t.tables("versions") == ["runs", "metrics", "stopping", "versions"]
+    assert got["latency"] == ["latency-load"]
+    assert t.tables("latency") == ["runs", "metrics", "stopping", "latency"]
+
+
+def test_an_open_loop_cell_reads_its_capacity_from_its_wrk_cell_of_the_same_round():
+    t = targets.Targets(shipped())
+    cells = plan.experiment_cells(t.config, "latency")
+    loads = sorted({c[4] for c in cells if c[3] == "openloop"})
+    assert loads == ["5s-at25", "5s-at50", "5s-at75", "5s-at90"]
+    # Each server and workload's wrk cell is planned beside its open-loop cells, and comes first.
+    for w, s in {(c[0], c[1]) for c in cells}:
+        mine = [c for c in cells if c[:2] == (w, s)]
+        assert mine[0] == (w, s, 50, "wrk", "5s") and len(mine) == 5
+    block = t.block_of("latency")
+    inputs = t.measure_inputs("empty", "express", "openloop", block, ("50", "5s-at75", "2"))
+    assert inputs["capacity"] == targets.record_path(block, "empty", "express", 50, "wrk", "5s", 2)
+    assert inputs["client_file"] == "servers/loadgen/openloop.js"
+    assert "capacity" not in t.measure_inputs("empty", "express", "wrk", block, ("50", "5s", "2"))
 
 
 def test_a_job_on_an_installed_node_takes_that_binary_and_a_node_client_the_pipelines():
@@ -102,6 +120,7 @@ def test_every_chart_is_drawn_for_some_scope():
         for facts in (
             ScopeFacts(experiment=True, scored=True),
             ScopeFacts(experiment=True, versioned=True, both_stops=True, durations=3, clients=2),
+            ScopeFacts(experiment=True, open_loop=True),
         )
         for n in charts_for(facts)
     }

@@ -98,7 +98,11 @@ if workflow.is_main_process:
 
 def measure_inputs(wildcards):
     return T.measure_inputs(
-        wildcards.workload, wildcards.server, wildcards.client, wildcards.block
+        wildcards.workload,
+        wildcards.server,
+        wildcards.client,
+        wildcards.block,
+        (wildcards.connections, wildcards.stop, wildcards.round),
     )
 
 
@@ -182,6 +186,6 @@ wildcard_constraints:
     round=r"\d+",
     block="|".join(map(re.escape, [plan.MAIN_BLOCK, *T.block_names.values()])),
     client="|".join(CLIENTS),
-    stop=r"\d+(\.\d+)?s|\d+req",
+    stop=r"(\d+(\.\d+)?s|\d+req)(-at\d+)?",
     scope="|".join(map(re.escape, SCOPES)),
     chart="|".join(CHART_LIST),

@@ -77,3 +77,18 @@ rule compute_versions:
         margin=config["equivalence_margin"],
     script:
         "../../scripts/compute_versions.py"
+
+
+# Latency at a fixed arrival rate, for experiments with open-loop cells.
+rule compute_latency:
+    input:
+        runs=targets.table_path("{scope}", "runs"),
+        code=code("compute_latency.py"),
+    output:
+        latency=targets.table_path("{scope}", "latency"),
+    log:
+        "data/logs/compute_latency/{scope}.log",
+    wildcard_constraints:
+        scope="|".join(map(re.escape, filter(T.open_loop, EXPERIMENTS))) or "(?!)",
+    script:
+        "../../scripts/compute_latency.py"

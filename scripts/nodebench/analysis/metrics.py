@@ -14,6 +14,8 @@ CELL = ["workload", "server", "connections", "client", "stopping_rule", "stop"]
 # Cells that are compared with each other differ only in the server.
 PEERS = [c for c in CELL if c != "server"]
 FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
+#: Figures of the server itself, per cell too: its peak memory over the window and its start-up time.
+SERVER_FIGURES = ["rss_peak_mb", "heap_used_peak_mb", "server_startup_ms"]
 BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
 #: Run figures the verdict reads that records before 2026-11-30 do not have.
 MEASURED_LATER = ["client_cpu_count", "client_cpus_busy", "db_cpu_util"]
@@ -32,6 +34,7 @@ RUN_COLUMNS = [
     "cpu_model",
     "started_at",
     *FIGURES,
+    *SERVER_FIGURES,
 ]
 
 
@@ -104,6 +107,11 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
         if fig == "us_per_req_elu":
             # The headline figure's n, coverage and method; another figure's differ only where its value is missing.
             columns |= {"interval_coverage": cover, "interval": [intervals.describe(int(k)) for k in n]}
+    for fig in SERVER_FIGURES:
+        # Records from before these were measured lack them: NaN, not zero.
+        values = samples(fig) if fig in samples.runs else np.full((len(samples.keys), len(samples.rounds)), np.nan)
+        median, lo, hi, _, _ = intervals.median_interval(values)
+        columns |= {fig: median, f"{fig}_lo": lo, f"{fig}_hi": hi}
     base = base.assign(**columns)
     return base.assign(noisy=lambda d: (d["req_per_s_cv"] > NOISY_CV) | (d["us_per_req_elu_cv"] > NOISY_CV))
 

@@ -20,6 +20,9 @@ class Client:
     #: It counts an answer whose length differs from the first one as a failure (ab), so it
     #: cannot run a workload whose answers vary in length.
     equal_lengths: bool = False
+    #: It sends requests on a schedule at a rate (a share of the server's capacity, Stop.load_pct), not
+    #: as fast as the answers come back; it sends GET requests only.
+    open_loop: bool = False
 
 
 CLIENTS: dict[str, Client] = {
@@ -48,31 +51,53 @@ CLIENTS: dict[str, Client] = {
             program="ab",
             equal_lengths=True,
         ),
+        # The open loop (servers/loadgen/openloop.js, Node.js built-ins only): a fixed rate, each latency
+        # counted from the request's scheduled time; its rate is a share of the capacity that the closed loop
+        # (CAPACITY_CLIENT) measured for the same cell in the same round (docs/openloop.md).
+        Client(
+            "openloop",
+            ("duration",),
+            "servers/loadgen/openloop.js, run by the pipeline's Node.js (nothing to install)",
+            files=("servers/loadgen/openloop.js",),
+            open_loop=True,
+        ),
     )
 }
+#: The closed loop that measures an open-loop cell's capacity: the same workload, server, connections and
+#: duration, in the same round, with this client.
+CAPACITY_CLIENT = "wrk"
 #: Clients that are system programs, by name: the workflow probes for them before measuring.
 PROGRAMS = {c.name: c.program for c in CLIENTS.values() if c.program}
 
 
 @dataclass(frozen=True)
 class Stop:
-    """How a measured run ends: after `value` seconds (duration) or `value` requests (count)."""
+    """How a measured run ends: after `value` seconds (duration) or `value` requests (count); for an open
+    loop, also the rate it sends at, as a percentage of the server's capacity (load_pct)."""
 
     rule: str
     value: float
+    load_pct: int | None = None
 
     @property
     def label(self) -> str:
-        """The path segment: '10s' or '100000req'."""
-        return f"{self.value:g}s" if self.rule == "duration" else f"{int(self.value)}req"
+        """The path segment: '10s', '100000req', or '5s-at50' (5 s at 50 % of capacity)."""
+        base = f"{self.value:g}s" if self.rule == "duration" else f"{int(self.value)}req"
+        return base if self.load_pct is None else f"{base}-at{self.load_pct}"
+
+    @property
+    def closed(self) -> "Stop":
+        """The same stopping rule without a rate: the capacity cell's."""
+        return Stop(self.rule, self.value)
 
     @classmethod
     def parse(cls, label: str) -> "Stop":
-        if label.endswith("req"):
-            return cls("count", int(label[:-3]))
-        if label.endswith("s"):
-            return cls("duration", float(label[:-1]))
-        raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s or 100000req)")
+        found = re.fullmatch(r"(?:(\d+)req|(\d+(?:\.\d+)?)s)(?:-at(\d+))?", label)
+        if not found:
+            raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s, 100000req or 5s-at50)")
+        count, seconds, load = found.groups()
+        load_pct = int(load) if load else None
+        return cls("count", int(count), load_pct) if count else cls("duration", float(seconds), load_pct)
 
 
 def problems(client: str, rules: dict, workloads=()) -> list[str]:
@@ -88,6 +113,10 @@ def problems(client: str, rules: dict, workloads=()) -> list[str]:
                 f"{client} counts answers of different lengths as failures, and workload {', '.join(varying)} "
                 "answers a new id each time; use wrk or autocannon for it"
             )
+    if CLIENTS[client].open_loop:
+        posts = [w.name for w in workloads if w.method != "GET"]
+        if posts:
+            found.append(f"{client} sends GET requests only, and workload {', '.join(posts)} is a {workloads[0].method}")
     supported = CLIENTS[client].rules
     for rule, values in rules.items():
         if values and rule not in supported:

@@ -45,3 +45,11 @@ EDGE_CPU = 0.8
 def pct(x: float) -> str:
     """0.95 -> '95 %', the way the reports write a share."""
     return f"{x * 100:g} %"
+
+#: The open-loop client's refusal threshold: a run in which the client's own lateness (each request's dispatch
+#: minus its scheduled time) moved a reported percentile (p50, p90, p99, p99.9) by more than this share of it
+#: (and 0.1 ms) has its latencies refused (docs/openloop.md). Measured against the same percentile of the
+#: latencies net of that lateness. Its lag p99 alone would refuse nearly every run here: this machine's CPUs pause
+#: for 1-4 ms several times a second, which puts the lag p99 at 0.3-3 ms at any rate, while moving the p99 by
+#: 0-0.35 ms (Express, 1,000-11,000 req/s, 2026-12-03).
+OPENLOOP_MAX_CLIENT_EFFECT = 0.1

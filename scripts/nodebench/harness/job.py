@@ -79,6 +79,7 @@ def paths(job: Job) -> Paths:
         answer_fixture=Path(i["fixture"]) if "fixture" in i else None,
         template=Path(i["template"]) if "template" in i else None,
         run_schema=Path(i["run_schema"]),
+        capacity=Path(i["capacity"]) if "capacity" in i else None,
     )
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from nodebench.catalogue.clients import CLIENTS, Stop, parse_version, problems
 from nodebench.harness import procs
 from nodebench.harness.errors import RunError
-from nodebench.harness.parsers import parse_ab, parse_autocannon, parse_wrk
+from nodebench.catalogue.thresholds import OPENLOOP_MAX_CLIENT_EFFECT
+from nodebench.harness.parsers import parse_ab, parse_autocannon, parse_openloop, parse_wrk
 from nodebench.harness.procs import tail
 
 
@@ -173,6 +174,78 @@ class Autocannon:
         }
 
 
+class OpenLoop:
+    """servers/loadgen/openloop.js --driver: a fixed rate on a schedule; the driver opens and closes the ELU window
+    itself, as autocannon's does. A window the client could not keep on schedule comes back refused (its
+    latencies null, `openloop_refused` saying why): the run's other figures stand, its latencies are not reported."""
+
+    name = "openloop"
+    threads = 1
+
+    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, rate: float, stack):
+        if target.method != "GET" or target.body is not None:
+            raise RunError(f"the open-loop client sends GET requests only, not {target.method} {target.path}")
+        if not rate or rate <= 0:
+            raise RunError(f"the open-loop client needs a rate above 0 req/s, got {rate!r}")
+        self.target, self.stop, self.rate = target, stop, rate
+        args = [
+            "--driver", "--url", target.url, "--rate", f"{rate:.3f}", "--duration", f"{stop.value:g}",
+            "--warmup", f"{warmup_s:g}", "--connections", str(target.connections),
+            "--max-lag-p99-ms", "0", "--max-client-effect", f"{OPENLOOP_MAX_CLIENT_EFFECT:g}",
+        ]  # fmt: skip
+        err_path = target.scratch / "openloop.err"
+        with open(err_path, "wb") as err:
+            self.proc = procs.spawn(
+                [node, str(driver), *args], cwd=driver.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=err, bufsize=0,
+            )  # fmt: skip
+        stack.callback(procs.stop, self.proc)
+        self.lines = LineReader(self.proc, "the open-loop client", err_path)
+        self.warmup_s = warmup_s
+
+    def request_head(self) -> bytes:
+        # What node:http's client sends with a keep-alive agent.
+        t = self.target
+        return f"GET {t.path} HTTP/1.1\r\nHost: {t.host}:{t.port}\r\nConnection: keep-alive\r\n\r\n".encode()
+
+    pin = Autocannon.pin
+    _send = Autocannon._send
+
+    def warmup(self) -> dict | None:
+        self.lines.read(30, "readiness")
+        self._send(b"warmup\n")
+        out = self.lines.read(self.warmup_s + 60, "warm-up summary")
+        warm = out["openloop"]
+        if not warm:
+            return None
+        if warm["errors"]:
+            raise RunError(
+                f"the open-loop client lost {warm['errors']} of its warm-up's {warm['sent']} requests at "
+                f"{self.rate:,.0f} req/s ({warm['refused'] or 'it kept its schedule'}): {tail(self.lines.stderr_path)}"
+            )
+        return {"requests": warm["completed"], "errors": warm["errors"], "timeouts": 0, "non2xx": 0,
+                "mismatches": 0}  # fmt: skip
+
+    def measure(self, timeout: float, sample=lambda: None) -> dict:
+        self._send(b"go\n")
+        self.lines.read(30, "window opening")
+        first = sample()
+        out = self.lines.read(timeout, "result")
+        last = sample()
+        return {
+            "load": parse_openloop(out["openloop"]),
+            "samples": None,
+            "elu": out["elu"],
+            "window_s": out["window_s"],
+            "client_cpu_user_us": out["client_cpu_user_us"],
+            "client_cpu_system_us": out["client_cpu_system_us"],
+            "first_connection_done_s": None,
+            "responses_at_first_done": None,
+            "last_response_s": None,
+            "host": (first, last),
+        }
+
+
 class _Program:
     """A load generator that is its own program (wrk, ab): run it, time it, read its CPU."""
 
@@ -302,11 +375,16 @@ class Ab(_Program):
 
 
 def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, file: Path | None, elu_window,
-         stack):  # fmt: skip
-    """The client for one run (file: its file in the catalogue); a rule it cannot do fails before anything starts."""
+         stack, rate: float | None = None):  # fmt: skip
+    """The client for one run (file: its file in the catalogue; rate: an open loop's, req/s); a rule it cannot do
+    fails before anything starts."""
     bad = problems(name, {stop.rule: [stop.value]})
     if bad:
         raise RunError("; ".join(bad))
+    if CLIENTS[name].open_loop != (stop.load_pct is not None):
+        raise RunError(f"stop {stop.label!r} does not suit {name}: a share of capacity (-at<pct>) is for an open loop only")
+    if name == "openloop":
+        return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack)
     if name == "autocannon":
         return Autocannon(target, node, file.resolve(), stop, warmup_s, stack)
     if name == "wrk":

@@ -120,3 +120,37 @@ def parse_ab(text: str) -> dict:
         "latency_mean_ms": float(_ab_field(text, "Time per request").split()[0]),
     }
     return out
+
+
+def parse_openloop(result: dict) -> dict:
+    """The run-record fields of servers/loadgen/openloop.js's result (its window). Its latencies count from each
+    request's scheduled time; they are None when the client refused the run (it fell behind its schedule)."""
+    latency = result["latency_ms"]
+    duration_s = float(result["duration_s"])
+    out = {
+        "requests": int(result["completed"]),
+        "responses_2xx": int(result["completed"]) - int(result["non2xx"]),
+        "errors": int(result["errors"]) - int(result["timeouts"]),
+        "timeouts": int(result["timeouts"]),
+        "non2xx": int(result["non2xx"]),
+        "resets": None,
+        "mismatches": 0,
+        "bytes": int(result["bytes"]),
+        "client_reported_duration_s": duration_s,
+        "client_reported_req_per_s": float(result["delivered_rate"]),
+        "status_counts": {str(k): int(v) for k, v in result["status_counts"].items()},
+        "latency_p99_9_ms": latency["p99_9"],
+        "openloop_target_rate": float(result["target_rate"]),
+        "openloop_sent": int(result["sent"]),
+        "openloop_lag_p99_ms": result["lag_ms"]["p99"],
+        "openloop_lag_max_ms": result["lag_ms"]["max"],
+        "openloop_client_effect_p99_ms": (result.get("client_effect_ms") or {}).get("p99"),
+        "openloop_backlog_at_end": result["backlog_at_end"],
+        "openloop_refused": result["refused"],
+        "openloop_queued_max": int(result["queued_max"]),
+        "openloop_unsent": int(result["unsent"]),
+        "openloop_connections_opened": int(result["connections_opened"]),
+    }
+    for key, name in LATENCY_KEYS.items():
+        out[name] = None if latency[key] is None else float(latency[key])
+    return out

@@ -39,6 +39,8 @@ class ScopeFacts(NamedTuple):
     durations: int = 0
     #: Experiment: how many load generators it ran.
     clients: int = 0
+    #: Experiment: open-loop cells (latency at a fixed rate).
+    open_loop: bool = False
 
 
 class ChartSpec(NamedTuple):
@@ -63,6 +65,7 @@ def _always(_: ScopeFacts) -> bool:
 _CHARTS = "nodebench.render.charts"
 _EXPERIMENT = "nodebench.render.experiment_charts"
 _SCENARIO = "nodebench.render.scenario_charts"
+_LATENCY = "nodebench.render.latency_charts"
 
 #: Every chart by name, in the order a scope's page shows them.
 CHART_LIST = {
@@ -82,6 +85,13 @@ CHART_LIST = {
         lambda s: s.swept,
         f"{_CHARTS}:connection_sweep",
         "Throughput, latency and event-loop load as connections grow",
+    ),
+    "memory-connections": ChartSpec(
+        ("metrics",),
+        "matrix",
+        lambda s: s.swept,
+        f"{_LATENCY}:memory_connections",
+        "Peak resident memory as connections grow",
     ),
     "framework-share": ChartSpec(
         ("metrics",), "matrix", _always, f"{_CHARTS}:framework_share", "How much of each request's CPU is the framework"
@@ -123,6 +133,13 @@ CHART_LIST = {
         lambda s: s.durations >= 3,
         f"{_EXPERIMENT}:duration_sweep",
         "Reported throughput against the run's length",
+    ),
+    "latency-load": ChartSpec(
+        ("latency",),
+        "experiment",
+        lambda s: s.open_loop,
+        f"{_LATENCY}:latency_load",
+        "Latency at a fixed arrival rate against load",
     ),
     "load-generators": ChartSpec(
         ("metrics",),

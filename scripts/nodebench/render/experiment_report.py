@@ -21,6 +21,8 @@ from nodebench.analysis.experiments import (
 )
 from nodebench.analysis.intervals import describe, percent
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
+from nodebench.render.document import to_markdown
+from nodebench.render.latency_report import latency_blocks, server_blocks
 from nodebench.render.markdown import ci, machine_line
 
 #: Verdicts that say a client's CPU was the limit (today's and the finer ones that may replace it).
@@ -574,7 +576,7 @@ def _ab_order(r) -> str:
 def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFrame, stopping: pd.DataFrame,
            generated_at: datetime, scenarios: pd.DataFrame | None = None,
            versions: pd.DataFrame | None = None, ab: pd.DataFrame | None = None,
-           look: dict | None = None) -> str:  # fmt: skip
+           look: dict | None = None, latency: pd.DataFrame | None = None) -> str:  # fmt: skip
     cpu_model = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
     parts = [f"# Experiment: {name}", ""]
     if description:
@@ -585,6 +587,7 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
         *(["", looks.sentence(look)] if look and ab is None else []),
         *(scenario_sections(scenarios, runs) if scenarios is not None and len(scenarios) else []),
         *(version_sections(versions, runs) if versions is not None and len(versions) else []),
+        *(["", to_markdown(latency_blocks(latency))] if latency is not None and len(latency) else []),
         "",
         "req/s in the tables below is the server's own (requests it received over its ELU window) unless a column "
         "says *reported*, which is the figure the load generator itself prints. Medians over rounds; "
@@ -610,7 +613,12 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
     sweep = sweep_table(runs)
     if len(sweep):
         parts += ["", "## Duration sweep", "", "req/s as the load generator reported it.", "", *sweep_markdown(sweep)]
-    if metrics["client"].nunique() > 1:
+    if "server_startup_ms" in runs:
+        parts += ["", to_markdown(server_blocks(runs))]
+    # An open loop's cells run at a share of capacity, not at the ceiling: they are not compared here.
+    closed = metrics[metrics["client"].astype(str) != "openloop"]
+    if closed["client"].nunique() > 1:
+        metrics = closed
         parts += [
             "",
             "## Load generators",

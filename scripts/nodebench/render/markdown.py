@@ -23,6 +23,7 @@ from nodebench.catalogue.thresholds import (
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS, ordered
 from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 from nodebench.render.document import Block, Heading, Items, Para, Table, to_markdown
+from nodebench.render.latency_report import server_blocks
 
 #: The runs' provenance columns machine_line() reads.
 PROVENANCE = [
@@ -44,7 +45,8 @@ PROVENANCE = [
 ]
 #: Every column of the runs the summary and the index page read: the provenance, and what
 #: it takes to name the pairs of runs that different Snakemake sessions measured.
-RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "round", "session"]
+RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "round", "session", "server_startup_ms",
+               "rss_peak_mb", "heap_used_peak_mb"]  # fmt: skip
 #: The baselines in the order the answer names them: the framework everyone knows, then bare node:http.
 ANSWER_BASELINES = ["express", "node-http"]
 #: What each saturation verdict means (metrics' saturation column). Verdicts not listed are shown as they are.
@@ -689,6 +691,7 @@ def body(
     for workload in ordered(present):
         blocks += workload_tables(metrics, workload, control, only_headline)
     blocks += cross_session_section(runs, metrics)
+    blocks += server_blocks(runs)
     if FRAMEWORK_ONLY in present:
         blocks += [
             Heading(2, "Framework share of the request's CPU"),

@@ -1,0 +1,135 @@
+"""Latency at a fixed arrival rate (the open loop), and each server's start-up time and memory.
+
+The open loop's cells are (workload, server, connections, load %): its rate is that share of the req/s the
+closed loop measured for the same cell in the same round, and its latencies count from each request's
+scheduled time. A run the client refused (it fell behind its schedule: openloop_refused) has no latencies;
+it is counted, never read as a figure. Every figure is the median over rounds with its order-statistic interval.
+"""
+
+import numpy as np
+import pandas as pd
+
+from nodebench.analysis import intervals
+
+#: The p99 a user notices, milliseconds: the report says at what load each server's p99 crosses it.
+P99_LIMIT_MS = 10.0
+PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency_p99_ms", "p99_9": "latency_p99_9_ms"}
+LATENCY_KEY = ["workload", "server", "connections", "load_pct"]
+#: The latency table's columns (workflow/schemas/metrics.dictionary.yaml, latency).
+LATENCY_COLUMNS = [
+    *LATENCY_KEY, "rounds", "refused", "refused_reason", "capacity_req_per_s", "target_rate", "delivered_rate",
+    "delivered_share", "lag_p99_ms", "capacity_gap_s_max",
+    *(f"{p}{s}" for p in PERCENTILES for s in ("_ms", "_ms_lo", "_ms_hi")), "interval",
+]  # fmt: skip
+
+
+def _median_ci(groups, column: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per group: median, interval bounds and n of a column's non-missing values."""
+    rows = [g[column].to_numpy(dtype=float) for _, g in groups]
+    width = max((len(r) for r in rows), default=1)
+    values = np.full((len(rows), width), np.nan)
+    for i, r in enumerate(rows):
+        values[i, : len(r)] = r
+    median, lo, hi, n, _ = intervals.median_interval(values)
+    return median, lo, hi, n
+
+
+def open_loop_runs(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs of open-loop cells (a load_pct), in a plain-typed copy."""
+    if "load_pct" not in runs:
+        return runs.iloc[0:0]
+    found = runs[runs["load_pct"].notna()].copy()
+    for c in ("workload", "server"):
+        found[c] = found[c].astype(str)
+    found["load_pct"] = found["load_pct"].astype(int)
+    return found
+
+
+def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per open-loop cell: its rounds, how many the client refused, the rates, and p50/p90/p99/p99.9
+    (median over the rounds it did not refuse, with the interval)."""
+    ol = open_loop_runs(runs)
+    if ol.empty:
+        return pd.DataFrame(columns=LATENCY_COLUMNS)
+    ol = ol.assign(
+        _refused=ol["openloop_refused"].notna(),
+        delivered_rate=ol["client_reported_req_per_s"],
+        delivered_share=ol["client_reported_req_per_s"] / ol["openloop_target_rate"],
+    )
+    groups = list(ol.groupby(LATENCY_KEY, observed=True, sort=True))
+    kept = [(k, g[~g["_refused"]]) for k, g in groups]
+    out = pd.DataFrame([k for k, _ in groups], columns=LATENCY_KEY)
+    out["rounds"] = [len(g) for _, g in groups]
+    out["refused"] = [int(g["_refused"].sum()) for _, g in groups]
+    out["refused_reason"] = [
+        "; ".join(sorted(set(g.loc[g["_refused"], "openloop_refused"].astype(str))))[:300] or None for _, g in groups
+    ]
+    for column, source in (("capacity_req_per_s", "capacity_req_per_s"), ("target_rate", "openloop_target_rate"),
+                           ("delivered_rate", "delivered_rate"), ("delivered_share", "delivered_share"),
+                           ("lag_p99_ms", "openloop_lag_p99_ms")):  # fmt: skip
+        out[column] = [float(g[source].median()) for _, g in groups]
+    out["capacity_gap_s_max"] = [float(g["capacity_gap_s"].max()) for _, g in groups]
+    n = None
+    for name, column in PERCENTILES.items():
+        median, lo, hi, n = _median_ci(kept, column)
+        out[f"{name}_ms"], out[f"{name}_ms_lo"], out[f"{name}_ms_hi"] = median, lo, hi
+    out["interval"] = [intervals.describe(int(k)) for k in n]
+    return out[LATENCY_COLUMNS]
+
+
+def crossings(latency: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.DataFrame:
+    """Per (workload, server, connections): the lowest load at which the median p99 is above limit_ms, and the
+    highest below it. `crossed_at` is None when no measured load crossed it; a load every round of which was
+    refused says nothing, and `unknown_loads` lists those."""
+    rows = []
+    for (workload, server, connections), g in latency.groupby(["workload", "server", "connections"], sort=True):
+        g = g.sort_values("load_pct")
+        known = g[g["p99_ms"].notna()]
+        above = known[known["p99_ms"] > limit_ms]
+        crossed = int(above["load_pct"].iloc[0]) if len(above) else None
+        below = known[(known["p99_ms"] <= limit_ms) & (known["load_pct"] < (crossed or 101))]
+        rows.append({
+            "workload": workload, "server": server, "connections": int(connections),
+            "below_at": int(below["load_pct"].iloc[-1]) if len(below) else None,
+            "crossed_at": crossed,
+            "unknown_loads": ", ".join(f"{int(x)} %" for x in g.loc[g["p99_ms"].isna(), "load_pct"]) or None,
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=["workload", "server", "connections", "below_at", "crossed_at", "unknown_loads"])
+
+
+def crossing_words(r) -> str:
+    """'between 50 and 75 %', 'at or below 25 %', 'not within 90 %', as a row of crossings() reads."""
+    if r.crossed_at is None or pd.isna(r.crossed_at):
+        return "not crossed at any load measured" if r.below_at is not None else "no load measured (all refused)"
+    if r.below_at is None or pd.isna(r.below_at):
+        return f"already above at {int(r.crossed_at)} %, the lowest load measured"
+    return f"between {int(r.below_at)} and {int(r.crossed_at)} % of capacity"
+
+
+#: The server table's columns (workflow/schemas/metrics.dictionary.yaml, servers).
+SERVER_COLUMNS = [
+    "server", "rounds", "startup_ms", "startup_ms_lo", "startup_ms_hi", "rss_peak_mb", "rss_peak_mb_lo",
+    "rss_peak_mb_hi", "heap_used_peak_mb", "heap_used_peak_mb_lo", "heap_used_peak_mb_hi", "interval",
+]  # fmt: skip
+
+
+def server_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per server: start-up time and the peak RSS and heap over the window, each the median over rounds (of the
+    round's median over the server's runs) with its interval. Rows only where the runs have these figures."""
+    need = ["server_startup_ms", "rss_peak_mb", "heap_used_peak_mb"]
+    if any(c not in runs for c in need):
+        return pd.DataFrame(columns=SERVER_COLUMNS)
+    r = runs.assign(server=runs["server"].astype(str))
+    r = r[r["server_startup_ms"].notna() | r["rss_peak_mb"].notna()]
+    if r.empty:
+        return pd.DataFrame(columns=SERVER_COLUMNS)
+    per_round = r.groupby(["server", "round"], observed=True)[need].median().reset_index()
+    groups = list(per_round.groupby("server", sort=True))
+    out = pd.DataFrame({"server": [k for k, _ in groups], "rounds": [len(g) for _, g in groups]})
+    n = None
+    for name, column in (("startup_ms", "server_startup_ms"), ("rss_peak_mb", "rss_peak_mb"),
+                         ("heap_used_peak_mb", "heap_used_peak_mb")):  # fmt: skip
+        median, lo, hi, n = _median_ci(groups, column)
+        out[name], out[f"{name}_lo"], out[f"{name}_hi"] = median, lo, hi
+    out["interval"] = [intervals.describe(int(k)) for k in n]
+    return out[SERVER_COLUMNS]

@@ -1,0 +1,87 @@
+"""Latency against load (the open loop's hockey stick), and peak memory against connections."""
+
+import altair as alt
+import pandas as pd
+
+from nodebench.analysis.latency import P99_LIMIT_MS
+from nodebench.render.charts import _no_twins, _nothing
+from nodebench.render.theme import server_scale
+
+
+def latency_load(latency: pd.DataFrame) -> alt.Chart:
+    """p50 and p99 (median over rounds, whiskers its interval) against the rate as a share of each server's own
+    capacity, one panel per workload, log latency axis, the 10 ms line drawn."""
+    title = alt.TitleParams(
+        "Latency at a fixed arrival rate, from each request's scheduled time (lower is better)",
+        subtitle=f"p50 (dashed) and p99 against load; the grey rule is {P99_LIMIT_MS:g} ms; refused loads are not drawn",
+    )
+    if latency.empty or latency["p99_ms"].isna().all():
+        return _nothing("No open-loop run kept its schedule: no latency to draw.", title)
+    m = latency.assign(server=latency["server"].astype(str), workload=latency["workload"].astype(str))
+    long = pd.concat(
+        [
+            m.assign(percentile=name, latency=m[f"{name}_ms"], lo=m[f"{name}_ms_lo"], hi=m[f"{name}_ms_hi"])
+            for name in ("p50", "p99")
+        ],
+        ignore_index=True,
+    )
+    long = long[long["latency"].notna()]
+    scale = server_scale(long["server"])
+    base = alt.Chart(long).encode(
+        alt.X("load_pct:Q").scale(domain=[0, 100]).title("load (% of the server's own closed-loop capacity)"),
+        alt.Color("server:N").scale(scale).title("server"),
+        alt.StrokeDash("percentile:N").scale(domain=["p99", "p50"], range=[[1, 0], [4, 3]]).title("percentile"),
+    )
+    y = alt.Y("latency:Q").scale(type="log").title("latency (ms, log scale, lower is better)")
+    lines = base.mark_line(point=True).encode(
+        y,
+        tooltip=["workload", "server", "load_pct", "percentile", alt.Tooltip("latency:Q", format=".2f"),
+                 alt.Tooltip("target_rate:Q", format=",.0f", title="rate (req/s)"), "interval"],  # fmt: skip
+    )
+    bars = base.transform_filter("isValid(datum.lo) && isValid(datum.hi)").mark_errorbar().encode(
+        alt.Y("lo:Q").scale(type="log"), alt.Y2("hi:Q")
+    )
+    limit = alt.Chart(pd.DataFrame({"y": [P99_LIMIT_MS]})).mark_rule(color="#888", strokeDash=[2, 2]).encode(
+        alt.Y("y:Q")
+    )
+    return (
+        alt.layer(lines, bars, limit, data=long)
+        .properties(width=320, height=240)
+        .facet(column=alt.Column("workload:N").title(None), data=long)
+        .properties(title=title)
+    )
+
+
+def memory_connections(metrics: pd.DataFrame) -> alt.Chart:
+    """Peak RSS over the window (median over rounds, whiskers its interval) against connections, per server, for
+    the workloads measured at several connection counts."""
+    title = alt.TitleParams(
+        "Peak resident memory against connections (lower is better)",
+        subtitle="the server's highest RSS over the measured window (sampled every 100 ms), median over rounds",
+    )
+    m = _no_twins(metrics)
+    m = m.assign(workload=m["workload"].astype(str), server=m["server"].astype(str))
+    if "rss_peak_mb" not in m or m["rss_peak_mb"].isna().all():
+        return _nothing("No run recorded its peak RSS (records from before it was measured).", title)
+    levels = m.groupby("workload")["connections"].transform("nunique")
+    m = m[(levels > 1) & m["rss_peak_mb"].notna()]
+    if m.empty:
+        return _nothing("No workload was measured at more than one connection count.", title)
+    base = alt.Chart(m).encode(
+        alt.X("connections:Q").scale(type="log", nice=False).title("connections (log scale)"),
+        alt.Color("server:N").scale(server_scale(m["server"])).title("server"),
+    )
+    lines = base.mark_line(point=True).encode(
+        alt.Y("rss_peak_mb:Q").scale(zero=False).title("peak RSS (MiB)"),
+        tooltip=["workload", "server", "connections", alt.Tooltip("rss_peak_mb:Q", format=".1f"),
+                 alt.Tooltip("heap_used_peak_mb:Q", format=".1f", title="peak heap used (MiB)")],  # fmt: skip
+    )
+    bars = base.transform_filter("isValid(datum.rss_peak_mb_lo)").mark_errorbar().encode(
+        alt.Y("rss_peak_mb_lo:Q"), alt.Y2("rss_peak_mb_hi:Q")
+    )
+    return (
+        alt.layer(lines, bars, data=m)
+        .properties(width=320, height=220)
+        .facet(column=alt.Column("workload:N").title(None), data=m)
+        .properties(title=title)
+    )

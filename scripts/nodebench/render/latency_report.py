@@ -1,0 +1,89 @@
+"""The report's tables of the open loop (latency at a fixed rate) and of each server's start-up and memory."""
+
+import math
+
+import pandas as pd
+
+from nodebench.analysis.latency import P99_LIMIT_MS, crossing_words, crossings, server_table
+from nodebench.render.document import Block, Heading, Para, Table
+
+
+def _num(value, fmt: str) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
+
+
+def _ci(value, lo, hi, fmt: str) -> str:
+    if value is None or pd.isna(value):
+        return "-"
+    if pd.isna(lo) or pd.isna(hi):
+        return format(value, fmt)
+    return f"{format(value, fmt)} [{format(lo, fmt)}, {format(hi, fmt)}]"
+
+
+def server_blocks(runs: pd.DataFrame) -> list[Block]:
+    """Per server: start-up time, peak RSS and peak heap, medians over rounds with their intervals."""
+    table = server_table(runs)
+    if table.empty:
+        return []
+    rows = [
+        [r.server, _ci(r.startup_ms, r.startup_ms_lo, r.startup_ms_hi, ",.0f"),
+         _ci(r.rss_peak_mb, r.rss_peak_mb_lo, r.rss_peak_mb_hi, ".1f"),
+         _ci(r.heap_used_peak_mb, r.heap_used_peak_mb_lo, r.heap_used_peak_mb_hi, ".1f"), str(r.rounds), r.interval]
+        for r in table.itertuples()
+    ]  # fmt: skip
+    return [
+        Heading(2, "Start-up and memory"),
+        Para(
+            "*start-up*: milliseconds from starting the server's process to the end of its first answer (GET "
+            "/__whoami, tried every millisecond), the server alone on its CPU; every server registers all its "
+            "routes, 400 of them for `routes-400`, before it listens. *peak RSS* and *peak heap used*: the highest resident "
+            "memory and V8 heap in use over the measured window, process.memoryUsage() sampled every 100 ms. Each is the median of a round's "
+            "runs of the server (every cell it ran), then the median over rounds with its interval. Memory depends "
+            "on the cell (connections, payload): the chart and metrics.parquet give it per cell."
+        ),
+        Table(["server", "start-up (ms)", "peak RSS (MiB)", "peak heap used (MiB)", "rounds", "interval"], rows,
+              "lrrrrl"),  # fmt: skip
+    ]
+
+
+def latency_blocks(latency: pd.DataFrame) -> list[Block]:
+    """The open loop's table (server x load) and where each server's p99 crosses P99_LIMIT_MS."""
+    if latency.empty:
+        return []
+    rows = []
+    for r in latency.sort_values(["workload", "server", "load_pct"]).itertuples():
+        refused = f"{r.refused} of {r.rounds}" if r.refused else "0"
+        rows.append([
+            r.workload, r.server, f"{r.load_pct} %", _num(r.target_rate, ",.0f"), _num(r.delivered_share, ".1%"),
+            _ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi, ".2f"), _ci(r.p90_ms, r.p90_ms_lo, r.p90_ms_hi, ".2f"),
+            _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"), _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"),
+            _num(r.lag_p99_ms, ".2f"), refused, _num(r.capacity_gap_s_max, ".0f"),
+        ])  # fmt: skip
+    cross = crossings(latency)
+    cross_rows = [[r.workload, r.server, crossing_words(r), r.unknown_loads or ""] for r in cross.itertuples()]
+    reasons = sorted({str(x) for x in latency["refused_reason"].dropna()})
+    blocks: list[Block] = [
+        Heading(2, "Latency at a fixed arrival rate"),
+        Para(
+            "The open loop (servers/loadgen/openloop.js) sends each request at its scheduled time, whatever the "
+            "server is doing, and times it from that moment, so a stall counts for every request due during it "
+            "(no coordinated omission). Its rate is *load* % of the server's own capacity: the req/s wrk measured for "
+            "the same workload, server and connections in the same round, just before (*gap*: the most seconds "
+            "between the two runs' starts). *delivered*: answers per second of the window over the rate asked for. "
+            "Latencies in ms, median over rounds [interval]; *lag p99*: how late the client itself sent, p99 "
+            "(median over rounds). A round in which the client fell more than 1 ms behind its schedule at p99 is "
+            "*refused*: its latencies are not reported (its other figures stand). These latencies are not comparable "
+            "with the closed loops' (wrk, autocannon), which are taken at full load."
+        ),
+        Table(["workload", "server", "load", "rate (req/s)", "delivered", "p50", "p90", "p99", "p99.9",
+               "lag p99", "refused", "gap (s)"], rows, "lllrrrrrrrrr"),  # fmt: skip
+        Heading(3, f"Where p99 crosses {P99_LIMIT_MS:g} ms"),
+        Para(
+            f"The loads between which each server's median p99 goes above {P99_LIMIT_MS:g} ms (a load whose every "
+            "round was refused says nothing and is listed)."
+        ),
+        Table(["workload", "server", f"p99 above {P99_LIMIT_MS:g} ms", "refused loads"], cross_rows, "llll"),
+    ]
+    if reasons:
+        blocks.append(Para("Why the client refused: " + "; ".join(reasons[:6]) + ("; ..." if len(reasons) > 6 else "")))
+    return blocks

@@ -53,3 +53,9 @@ def pct(x: float) -> str:
 #: for 1-4 ms several times a second, which puts the lag p99 at 0.3-3 ms at any rate, while moving the p99 by
 #: 0-0.35 ms (Express, 1,000-11,000 req/s, 2026-12-03).
 OPENLOOP_MAX_CLIENT_EFFECT = 0.1
+#: Seconds at the start of an open-loop window whose requests are sent, answered and counted (req/s, ELU) but
+#: not timed (at most a fifth of the window). The harness idles between warm-up and window while it settles the
+#: query counter, and after such a pause this machine ran at about half speed for 100-600 ms (against a server
+#: that answers at once too), which showed as 20-180 ms of latency at 26,000 req/s: an artifact of the protocol,
+#: not of the server. wrk2 leaves its first 10 s out of its latencies for the same reason.
+OPENLOOP_LEAD_IN_S = 1.0

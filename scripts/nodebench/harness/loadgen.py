@@ -21,7 +21,7 @@ from pathlib import Path
 from nodebench.catalogue.clients import CLIENTS, Stop, parse_version, problems
 from nodebench.harness import procs
 from nodebench.harness.errors import RunError
-from nodebench.catalogue.thresholds import OPENLOOP_MAX_CLIENT_EFFECT
+from nodebench.catalogue.thresholds import OPENLOOP_LEAD_IN_S, OPENLOOP_MAX_CLIENT_EFFECT
 from nodebench.harness.parsers import parse_ab, parse_autocannon, parse_openloop, parse_wrk
 from nodebench.harness.procs import tail
 
@@ -192,6 +192,7 @@ class OpenLoop:
             "--driver", "--url", target.url, "--rate", f"{rate:.3f}", "--duration", f"{stop.value:g}",
             "--warmup", f"{warmup_s:g}", "--connections", str(target.connections),
             "--max-lag-p99-ms", "0", "--max-client-effect", f"{OPENLOOP_MAX_CLIENT_EFFECT:g}",
+            "--lead-in", f"{min(OPENLOOP_LEAD_IN_S, stop.value / 5):g}",
         ]  # fmt: skip
         err_path = target.scratch / "openloop.err"
         with open(err_path, "wb") as err:

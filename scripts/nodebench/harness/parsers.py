@@ -146,6 +146,7 @@ def parse_openloop(result: dict) -> dict:
         "openloop_lag_max_ms": result["lag_ms"]["max"],
         "openloop_client_effect_p99_ms": (result.get("client_effect_ms") or {}).get("p99"),
         "openloop_backlog_at_end": result["backlog_at_end"],
+        "openloop_lead_in_s": float(result.get("lead_in_s") or 0),
         "openloop_refused": result["refused"],
         "openloop_queued_max": int(result["queued_max"]),
         "openloop_unsent": int(result["unsent"]),

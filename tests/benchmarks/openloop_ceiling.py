@@ -80,7 +80,7 @@ def one_run(client_cpu: list[str], port: int, rate: int, duration: float) -> dic
     cmd += ["--duration", str(duration), "--warmup", "3", "--max-lag-p99-ms", "0", "--connections", "50"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 30)
     if done.returncode != 0:
-        return {"refused": done.stderr.strip()}
+        return {"failed": done.stderr.strip()}
     return json.loads(done.stdout)
 
 
@@ -110,18 +110,18 @@ def main() -> None:
         print("-" * len(header))
         for rate in rates:
             runs = [one_run(client_cpu, port, rate, args.duration) for _ in range(args.trials)]
-            ok = [r for r in runs if "refused" not in r]
+            ok = [r for r in runs if "failed" not in r]
 
             def cells(key, sub=None, runs=runs):
-                vals = [(r[key][sub] if sub else r[key]) if "refused" not in r else None for r in runs]
+                vals = [(r[key][sub] if sub else r[key]) if "failed" not in r else None for r in runs]
                 return " ".join("behind" if v is None else f"{v:g}" for v in vals)
 
-            p99s = [r["lag_ms"]["p99"] if "refused" not in r else float("inf") for r in runs]
+            p99s = [r["lag_ms"]["p99"] if "failed" not in r else float("inf") for r in runs]
             median_p99 = statistics.median(p99s)
             # Keeps up: no more unanswered at the schedule's end than the connections, and its own lateness
             # moved the latency p99 by at most a tenth (the pipeline's refusal rule).
             kept = [
-                "refused" not in r and r["backlog_at_end"] <= 50
+                "failed" not in r and r["backlog_at_end"] <= 50
                 and r["client_effect_ms"]["p99"] <= max(0.1, 0.1 * r["latency_ms"]["p99"])
                 for r in runs
             ]  # fmt: skip
@@ -132,8 +132,8 @@ def main() -> None:
                 f"{cells('latency_ms', 'p50'):>20} | {cells('client_effect_ms', 'p99'):>22}"
             )
             for r in runs:
-                if "refused" in r:
-                    print(f"        {r['refused']}")
+                if "failed" in r:
+                    print(f"        {r['failed']}")
             if not ok:
                 break
     finally:

@@ -100,8 +100,8 @@ def crossings(latency: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.DataF
 def crossing_words(r) -> str:
     """'between 50 and 75 %', 'at or below 25 %', 'not within 90 %', as a row of crossings() reads."""
     if r.crossed_at is None or pd.isna(r.crossed_at):
-        return "not crossed at any load measured" if r.below_at is not None else "no load measured (all refused)"
-    if r.below_at is None or pd.isna(r.below_at):
+        return "not crossed at any load measured" if not pd.isna(r.below_at) else "no load measured (all refused)"
+    if pd.isna(r.below_at):
         return f"already above at {int(r.crossed_at)} %, the lowest load measured"
     return f"between {int(r.below_at)} and {int(r.crossed_at)} % of capacity"
 

@@ -60,7 +60,10 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
             _num(r.lag_p99_ms, ".2f"), refused, _num(r.capacity_gap_s_max, ".0f"),
         ])  # fmt: skip
     cross = crossings(latency)
-    cross_rows = [[r.workload, r.server, crossing_words(r), r.unknown_loads or ""] for r in cross.itertuples()]
+    cross_rows = [
+        [r.workload, r.server, crossing_words(r), "" if pd.isna(r.unknown_loads) else r.unknown_loads]
+        for r in cross.itertuples()
+    ]
     reasons = sorted({str(x) for x in latency["refused_reason"].dropna()})
     blocks: list[Block] = [
         Heading(2, "Latency at a fixed arrival rate"),

@@ -196,8 +196,9 @@ def test_the_printed_measurement_command_is_the_job(project: Path):
 def test_editing_the_wrk_script_replans_only_wrk_cells(study: Path):
     out = replan_after_touching(study, "servers/loadgen/wrk-report.lua")
     assert planned_rules(out) >= {"measure_run"}
-    # The main matrix's 8 cells (wrk) and the study's own wrk cell; no autocannon or ab cell.
-    assert sorted(re.findall(r"client=(\w+)", out)) == ["wrk"] * 9
+    # The main matrix's 8 cells (wrk) and the study's own wrk cell, and the open-loop cell whose rate is a share of
+    # that wrk cell's req/s (its record is an input); no autocannon or ab cell.
+    assert sorted(re.findall(r"client=(\w+)", out)) == ["openloop"] + ["wrk"] * 9
 
 
 def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):

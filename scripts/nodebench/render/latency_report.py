@@ -74,9 +74,13 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
             "the same workload, server and connections in the same round, just before (*gap*: the most seconds "
             "between the two runs' starts). *delivered*: answers per second of the window over the rate asked for. "
             "Latencies in ms, median over rounds [interval]; *lag p99*: how late the client itself sent, p99 "
-            "(median over rounds). A round in which the client fell more than 1 ms behind its schedule at p99 is "
-            "*refused*: its latencies are not reported (its other figures stand). These latencies are not comparable "
-            "with the closed loops' (wrk, autocannon), which are taken at full load."
+            "(median over rounds). The window's first second (at most a fifth of it) is sent and counted but not "
+            "timed: after the idle pause before the window this machine runs slow for a few hundred ms. A round is "
+            "*refused*, its latencies not reported (its other figures stand), where the client's own lateness moved a "
+            "percentile by more than 10 % of it, where it could not keep the schedule, or where more requests than "
+            "connections were still unanswered at the end while the server's event loop was below 95 %: the "
+            "requests waited for the client. These latencies are not comparable with the closed loops' (wrk, "
+            "autocannon), which are taken at full load (docs/openloop.md)."
         ),
         Table(["workload", "server", "load", "rate (req/s)", "delivered", "p50", "p90", "p99", "p99.9",
                "lag p99", "refused", "gap (s)"], rows, "lllrrrrrrrrr"),  # fmt: skip

@@ -302,7 +302,9 @@ def test_study_measures_counts_and_other_clients(study: Path):
         assert pd.isna(ol.latency_p99_ms), ol.openloop_refused
     for r in by.values():
         # Start-up and memory are recorded for every run.
-        assert 20 < r.server_startup_ms < 20_000 and 10 < r.rss_peak_mb < 2_000 and 1 < r.heap_used_peak_mb < r.rss_peak_mb
+        assert (
+            20 < r.server_startup_ms < 20_000 and 10 < r.rss_peak_mb < 2_000 and 1 < r.heap_used_peak_mb < r.rss_peak_mb
+        )
         # Every client's own CPU is recorded, and every answer had the verified size for that client.
         assert r.client_cpu_user_us + r.client_cpu_system_us > 0
         assert r.bytes == r.requests * r.answer_bytes

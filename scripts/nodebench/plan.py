@@ -229,7 +229,9 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
                             seen[capacity_cell((workload, server, connections, client, stop))] = None
                             for load in m.get("loads_pct") or []:
                                 rule = Stop.parse(stop)
-                                seen[(workload, server, connections, client, Stop(rule.rule, rule.value, load).label)] = None
+                                seen[
+                                    (workload, server, connections, client, Stop(rule.rule, rule.value, load).label)
+                                ] = None
     return list(seen)
 
 

@@ -151,7 +151,10 @@ def main() -> None:
         keeps = rate
     print(f"median lag p99 by rate: {', '.join(f'{r}: {p:g} ms' for r, p, _ in rows)}")
     print(f"ceiling (median lag p99 <= {LAG_LIMIT_MS:g} ms here and at every lower rate): {ceiling} req/s")
-    print(f"keeps up (most trials: backlog at end <= 50 and client effect on p99 <= 10 %, every lower rate too): {keeps} req/s")
+    print(
+        "keeps up (most trials: backlog at end <= 50 and client effect on p99 <= 10 %, every lower rate too): "
+        f"{keeps} req/s"
+    )
 
 
 if __name__ == "__main__":

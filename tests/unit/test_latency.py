@@ -91,7 +91,8 @@ def result(**overrides) -> dict:
         "completed": 1000, "non2xx": 0, "errors": 0, "timeouts": 0, "bytes": 500_000, "duration_s": 2,
         "delivered_rate": 500.0, "status_counts": {"200": 1000}, "target_rate": 500.0, "sent": 1000,
         "latency_ms": {"p50": 0.2, "p90": 0.5, "p99": 3.0, "p99_9": 6.0, "max": 7.0, "mean": 0.4},
-        "lag_ms": {"p50": 0.0, "p99": 1.2, "max": 4.0}, "client_effect_ms": {"p50": 0, "p90": 0, "p99": 0.1, "p99_9": 0},
+        "lag_ms": {"p50": 0.0, "p99": 1.2, "max": 4.0},
+        "client_effect_ms": {"p50": 0, "p90": 0, "p99": 0.1, "p99_9": 0},
         "refused": None, "queued_max": 0, "backlog_at_end": 1, "unsent": 0, "connections_opened": 3,
     }  # fmt: skip
     return base | overrides

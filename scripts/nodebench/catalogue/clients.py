@@ -116,7 +116,9 @@ def problems(client: str, rules: dict, workloads=()) -> list[str]:
     if CLIENTS[client].open_loop:
         posts = [w.name for w in workloads if w.method != "GET"]
         if posts:
-            found.append(f"{client} sends GET requests only, and workload {', '.join(posts)} is a {workloads[0].method}")
+            found.append(
+                f"{client} sends GET requests only, and workload {', '.join(posts)} is a {workloads[0].method}"
+            )
     supported = CLIENTS[client].rules
     for rule, values in rules.items():
         if values and rule not in supported:

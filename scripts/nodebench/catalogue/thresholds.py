@@ -46,6 +46,7 @@ def pct(x: float) -> str:
     """0.95 -> '95 %', the way the reports write a share."""
     return f"{x * 100:g} %"
 
+
 #: The open-loop client's refusal threshold: a run in which the client's own lateness (each request's dispatch
 #: minus its scheduled time) moved a reported percentile (p50, p90, p99, p99.9) by more than this share of it
 #: (and 0.1 ms) has its latencies refused (docs/openloop.md). Measured against the same percentile of the

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodebench.catalogue.clients import CLIENTS, Stop, parse_version, problems
+from nodebench.catalogue.thresholds import OPENLOOP_LEAD_IN_S, OPENLOOP_MAX_CLIENT_EFFECT
 from nodebench.harness import procs
 from nodebench.harness.errors import RunError
-from nodebench.catalogue.thresholds import OPENLOOP_LEAD_IN_S, OPENLOOP_MAX_CLIENT_EFFECT
 from nodebench.harness.parsers import parse_ab, parse_autocannon, parse_openloop, parse_wrk
 from nodebench.harness.procs import tail
 
@@ -383,7 +383,9 @@ def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, f
     if bad:
         raise RunError("; ".join(bad))
     if CLIENTS[name].open_loop != (stop.load_pct is not None):
-        raise RunError(f"stop {stop.label!r} does not suit {name}: a share of capacity (-at<pct>) is for an open loop only")
+        raise RunError(
+            f"stop {stop.label!r} does not suit {name}: a share of capacity (-at<pct>) is for an open loop only"
+        )
     if name == "openloop":
         return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack)
     if name == "autocannon":

@@ -84,7 +84,7 @@ def time_to_first_answer(proc: subprocess.Popen, port: int, name: str, log_path:
     deadline = spawned + READY_TIMEOUT_S
     while True:
         if proc.poll() is not None:
-            raise RunError(f"server {name} exited with status {proc.returncode} before it answered: {tail(log_path)}")
+            raise RunError(f"server {name} exited with status {proc.returncode} before it was ready: {tail(log_path)}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=READY_TIMEOUT_S) as sock:
                 sock.sendall(request)

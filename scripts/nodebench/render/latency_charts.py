@@ -13,7 +13,8 @@ def latency_load(latency: pd.DataFrame) -> alt.Chart:
     capacity, one panel per workload, log latency axis, the 10 ms line drawn."""
     title = alt.TitleParams(
         "Latency at a fixed arrival rate, from each request's scheduled time (lower is better)",
-        subtitle=f"p50 (dashed) and p99 against load; the grey rule is {P99_LIMIT_MS:g} ms; refused loads are not drawn",
+        subtitle=f"p50 (dashed) and p99 against load; the grey rule is {P99_LIMIT_MS:g} ms; "
+        "refused loads are not drawn",
     )
     if latency.empty or latency["p99_ms"].isna().all():
         return _nothing("No open-loop run kept its schedule: no latency to draw.", title)
@@ -35,14 +36,23 @@ def latency_load(latency: pd.DataFrame) -> alt.Chart:
     y = alt.Y("latency:Q").scale(type="log").title("latency (ms, log scale, lower is better)")
     lines = base.mark_line(point=True).encode(
         y,
-        tooltip=["workload", "server", "load_pct", "percentile", alt.Tooltip("latency:Q", format=".2f"),
-                 alt.Tooltip("target_rate:Q", format=",.0f", title="rate (req/s)"), "interval"],  # fmt: skip
+        tooltip=[
+            "workload",
+            "server",
+            "load_pct",
+            "percentile",
+            alt.Tooltip("latency:Q", format=".2f"),
+            alt.Tooltip("target_rate:Q", format=",.0f", title="rate (req/s)"),
+            "interval",
+        ],  # fmt: skip
     )
-    bars = base.transform_filter("isValid(datum.lo) && isValid(datum.hi)").mark_errorbar().encode(
-        alt.Y("lo:Q").scale(type="log"), alt.Y2("hi:Q")
+    bars = (
+        base.transform_filter("isValid(datum.lo) && isValid(datum.hi)")
+        .mark_errorbar()
+        .encode(alt.Y("lo:Q").scale(type="log"), alt.Y2("hi:Q"))
     )
-    limit = alt.Chart(pd.DataFrame({"y": [P99_LIMIT_MS]})).mark_rule(color="#888", strokeDash=[2, 2]).encode(
-        alt.Y("y:Q")
+    limit = (
+        alt.Chart(pd.DataFrame({"y": [P99_LIMIT_MS]})).mark_rule(color="#888", strokeDash=[2, 2]).encode(alt.Y("y:Q"))
     )
     return (
         alt.layer(lines, bars, limit, data=long)
@@ -73,11 +83,18 @@ def memory_connections(metrics: pd.DataFrame) -> alt.Chart:
     )
     lines = base.mark_line(point=True).encode(
         alt.Y("rss_peak_mb:Q").scale(zero=False).title("peak RSS (MiB)"),
-        tooltip=["workload", "server", "connections", alt.Tooltip("rss_peak_mb:Q", format=".1f"),
-                 alt.Tooltip("heap_used_peak_mb:Q", format=".1f", title="peak heap used (MiB)")],  # fmt: skip
+        tooltip=[
+            "workload",
+            "server",
+            "connections",
+            alt.Tooltip("rss_peak_mb:Q", format=".1f"),
+            alt.Tooltip("heap_used_peak_mb:Q", format=".1f", title="peak heap used (MiB)"),
+        ],  # fmt: skip
     )
-    bars = base.transform_filter("isValid(datum.rss_peak_mb_lo)").mark_errorbar().encode(
-        alt.Y("rss_peak_mb_lo:Q"), alt.Y2("rss_peak_mb_hi:Q")
+    bars = (
+        base.transform_filter("isValid(datum.rss_peak_mb_lo)")
+        .mark_errorbar()
+        .encode(alt.Y("rss_peak_mb_lo:Q"), alt.Y2("rss_peak_mb_hi:Q"))
     )
     return (
         alt.layer(lines, bars, data=m)

@@ -36,13 +36,15 @@ def server_blocks(runs: pd.DataFrame) -> list[Block]:
         Para(
             "*start-up*: milliseconds from starting the server's process to the end of its first answer (GET "
             "/__whoami, tried every millisecond), the server alone on its CPU; every server registers all its "
-            "routes, 400 of them for `routes-400`, before it listens. *peak RSS* and *peak heap used*: the highest resident "
-            "memory and V8 heap in use over the measured window, process.memoryUsage() sampled every 100 ms. Each is the median of a round's "
-            "runs of the server (every cell it ran), then the median over rounds with its interval. Memory depends "
-            "on the cell (connections, payload): the chart and metrics.parquet give it per cell."
+            "routes, 400 of them for `routes-400`, before it listens. *peak RSS* and *peak heap used*: the highest "
+            "resident memory and V8 heap in use over the measured window, process.memoryUsage() sampled every "
+            "100 ms. Each is the median of a round's runs of the server (every cell it ran), then the median over "
+            "rounds with its interval. Memory depends on the cell (connections, payload): the chart and "
+            "metrics.parquet give it per cell."
         ),
-        Table(["server", "start-up (ms)", "peak RSS (MiB)", "peak heap used (MiB)", "rounds", "interval"], rows,
-              "lrrrrl"),  # fmt: skip
+        Table(
+            ["server", "start-up (ms)", "peak RSS (MiB)", "peak heap used (MiB)", "rounds", "interval"], rows, "lrrrrl"
+        ),  # fmt: skip
     ]
 
 
@@ -82,8 +84,24 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
             "requests waited for the client. These latencies are not comparable with the closed loops' (wrk, "
             "autocannon), which are taken at full load (docs/openloop.md)."
         ),
-        Table(["workload", "server", "load", "rate (req/s)", "delivered", "p50", "p90", "p99", "p99.9",
-               "lag p99", "refused", "gap (s)"], rows, "lllrrrrrrrrr"),  # fmt: skip
+        Table(
+            [
+                "workload",
+                "server",
+                "load",
+                "rate (req/s)",
+                "delivered",
+                "p50",
+                "p90",
+                "p99",
+                "p99.9",
+                "lag p99",
+                "refused",
+                "gap (s)",
+            ],
+            rows,
+            "lllrrrrrrrrr",
+        ),  # fmt: skip
         Heading(3, f"Where p99 crosses {P99_LIMIT_MS:g} ms"),
         Para(
             f"The loads between which each server's median p99 goes above {P99_LIMIT_MS:g} ms (a load whose every "

@@ -57,8 +57,11 @@ CLAIMS_DOC = yaml.load(
 validate(CLAIMS_DOC, str(Path(workflow.basedir, "workflow/schemas/claims.schema.yaml")))
 stop_on(claimfile.check(CLAIMS_DOC["claims"]), f"{CLAIMS_FILE}: ")
 
-# Measurements never overlap on one machine: each takes the one unit of 'bench'.
-# The default profile sets the same limit; this keeps it when no profile is used.
+# Measurements never overlap on one machine: each takes the one unit of 'bench'. This is the
+# only place that sets it for a local run. Not profiles/default: Snakemake loads that under
+# every --profile too, and its `resources` would win over a site profile's `bench: 16`. A
+# value from a profile or --resources (already in global_resources, from which the job
+# scheduler is built after the Snakefile has run) is kept.
 if "bench" not in workflow.global_resources:
     workflow.register_resource("bench", 1)
 

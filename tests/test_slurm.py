@@ -225,6 +225,20 @@ def failure_report(dest: Path, cluster: Cluster, output: str) -> str:
     return "\n\n".join(parts)
 
 
+def measurements_in_flight(output: str) -> int:
+    """The most measure_run jobs Snakemake had submitted to SLURM and not yet seen finish, from its log."""
+    in_flight, peak = set(), 0
+    for line in output.splitlines():
+        submitted = re.search(r"Job (\d+) has been submitted with SLURM jobid \d+ \(log: (.+?)\)", line)
+        if submitted and "/rule_measure_run/" in submitted.group(2):
+            in_flight.add(submitted.group(1))
+            peak = max(peak, len(in_flight))
+        finished = re.search(r"Finished jobid: (\d+) \(Rule: measure_run\)", line)
+        if finished:
+            in_flight.discard(finished.group(1))
+    return peak
+
+
 def manifest_kinds(manifest: str) -> list[str]:
     """The manifest's paths with each run record's cell left out."""
     return sorted({re.sub(r"^data/runs/.*\.json$", "data/runs/<cell>.json", line) for line in manifest.split()})
@@ -242,6 +256,16 @@ def test_measurements_run_as_slurm_jobs(slurm: Cluster, project: Path, tmp_path:
     rc, output = run_watched(cmd, dest, slurm, tmp_path / "snakemake.log")
     wall_s = time.monotonic() - started
     assert rc == 0, failure_report(dest, slurm, output)
+
+    # The profile's bench=16 was the limit in force, not a single unit from profiles/default (which
+    # Snakemake loads after any --profile, its entries winning), so Snakemake handed SLURM several
+    # measurements at once; SLURM then ran them one by one on this node (--exclusive).
+    provided = re.search(r"Provided resources: (.*)", output)
+    assert provided and re.search(r'\bbench=(?:Resource\("bench", )?16\b', provided.group(1)), (
+        provided.group(0) if provided else output[-3000:]
+    )
+    in_flight = measurements_in_flight(output)
+    assert in_flight > 1, f"Snakemake never had more than {in_flight} measurement job in SLURM at once"
 
     # SLURM's own record: every measurement was a SLURM job of this run that completed
     # with two CPUs in the partition asked for, and the measurement ran inside it.
@@ -269,7 +293,10 @@ def test_measurements_run_as_slurm_jobs(slurm: Cluster, project: Path, tmp_path:
     assert "--exclusive" in measure_sbatch[0] and "--cpus-per-task=2" in measure_sbatch[0], measure_sbatch[0]
     # The light rules ran where Snakemake runs (localrules), not through sbatch.
     assert not [line for line in sbatch if re.search(r"rule_(aggregate_runs|write_summary|list_outputs)", line)]
-    print(f"\nSLURM run of {len(SLURM_CELLS)} cells: {wall_s:.0f} s; one measurement job: {measure_sbatch[0]}")
+    print(
+        f"\nSLURM run of {len(SLURM_CELLS)} cells: {wall_s:.0f} s, up to {in_flight} measurement jobs in SLURM"
+        f" at once; one measurement job: {measure_sbatch[0]}"
+    )
 
     # Outputs of the same kind as the local run's: same columns and types, same files.
     runs = pd.read_parquet(dest / "data" / "overall" / "runs.parquet")

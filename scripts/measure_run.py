@@ -10,7 +10,7 @@ from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
 
-from nodebench.harness import attempts, job, procs, storage
+from nodebench.harness import attempts, job, procs, remeasure, storage
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError
 from nodebench.harness.measure import measure
 from nodebench.harness.record import check_record
@@ -59,7 +59,10 @@ def main(argv: list[str] | None = None) -> None:
         try:
             # Before anything is measured: a read-only or full data/ fails here, naming the directory.
             storage.probe(out.parent)
-            record = measure(cell, job.options(j, server_node), paths, log, progress)
+            opts = job.options(j, server_node)
+            record = remeasure.measure_until_clean(
+                lambda: measure(cell, opts, paths, log, progress), opts.remeasure_attempts, progress
+            )
             record |= {
                 "node": j.options["runtime"],
                 "node_binary": server_node["binary"],

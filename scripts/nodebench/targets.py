@@ -323,6 +323,7 @@ class Targets:
                 "node": c["node"],
                 "scratch_dir": c["scratch_dir"],
                 "allow_shared_cpu": c["allow_shared_cpu"],
+                "remeasure_attempts": c["remeasure"]["attempts"],
                 "database": self.database_params(),
                 "runtime": plan.runtime(server)[1],
             },

@@ -89,6 +89,7 @@ def to_frame(records: Iterable[dict], schema: dict, batch: int = BATCH) -> pd.Da
                 **r,
                 "status_counts": json.dumps(r.get("status_counts", {}), sort_keys=True),
                 "server_statuses": json.dumps(r.get("server_statuses", {}), sort_keys=True),
+                "measurements": None if r.get("measurements") is None else json.dumps(r["measurements"]),
             }
             for r in chunk
         ]

@@ -1,10 +1,13 @@
-"""CPU the client side used over the measured window, read from outside the processes.
+"""CPU over the measured window, read from outside the processes.
 
 Two snapshots, one at each end of the server's ELU window (as close as the harness can
 take them; the record says how close, on the monotonic clock the server reports its
-window on): the client CPU set's busy time from /proc/stat, and the CPU time of the
+window on): the client CPU set's busy time from /proc/stat, the CPU time of the
 job's PostgreSQL (the postmaster and all its children, including children that ended,
-through the postmaster's reaped-children times).
+through the postmaster's reaped-children times), and the server's side: each of its
+threads' on-CPU time and run-queue wait (/proc/<pid>/task/<tid>/schedstat, nanoseconds)
+and its CPUs' steal, irq, softirq and busy time (/proc/stat). Nothing is added to the
+server: the disturbance of a run is measured from outside it.
 """
 
 import os
@@ -15,12 +18,20 @@ from pathlib import Path
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+#: /proc/stat's per-CPU fields, in order (guest and guest_nice are already inside user and nice).
+CPU_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
 @dataclass(frozen=True)
 class Snapshot:
     mono_ms: float
     busy_ticks: int
     total_ticks: int
     db_cpu_s: float | None
+    #: The server's threads: tid -> (on-CPU ns, run-queue wait ns); None where the kernel gives no schedstat.
+    server_threads: dict | None = None
+    #: The server CPUs' /proc/stat fields (CPU_FIELDS), summed over its CPUs, in clock ticks.
+    server_cpu_ticks: dict | None = None
 
 
 def cpu_ticks(stat_text: str, cpus: list[int]) -> tuple[int, int]:
@@ -43,6 +54,42 @@ def cpu_ticks(stat_text: str, cpus: list[int]) -> tuple[int, int]:
     return busy, total
 
 
+def cpu_fields(stat_text: str, cpus: list[int]) -> dict:
+    """The CPU_FIELDS of /proc/stat's lines for the given CPUs, summed, in clock ticks."""
+    wanted = {f"cpu{c}" for c in cpus}
+    sums = dict.fromkeys(CPU_FIELDS, 0)
+    seen = set()
+    for line in stat_text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name in wanted:
+            for field, ticks in zip(CPU_FIELDS, rest.split()[: len(CPU_FIELDS)], strict=False):
+                sums[field] += int(ticks)
+            seen.add(name)
+    if seen != wanted:
+        raise ValueError(f"/proc/stat has no line for {sorted(wanted - seen)}")
+    return sums
+
+
+def thread_schedstat(pid: int, proc: Path = Path("/proc")) -> dict | None:
+    """Each thread of a process: tid -> (on-CPU ns, run-queue wait ns), from its schedstat; None if unreadable.
+
+    schedstat's first two numbers are the thread's sum_exec_runtime and its run_delay: time spent
+    running, and time spent runnable but waiting for a CPU (behind any other task, its own threads included).
+    """
+    out = {}
+    try:
+        tids = os.listdir(proc / str(pid) / "task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            run_ns, wait_ns, *_ = (proc / str(pid) / "task" / tid / "schedstat").read_text().split()
+        except (OSError, ValueError):  # the thread ended meanwhile, or the kernel has no schedstat
+            continue
+        out[int(tid)] = (int(run_ns), int(wait_ns))
+    return out or None
+
+
 def tree_cpu_s(pid: int) -> float | None:
     """User + system CPU seconds of a process, its live children and its reaped children; None if it is gone."""
     import psutil
@@ -63,10 +110,19 @@ def tree_cpu_s(pid: int) -> float | None:
 
 
 class WindowSampler:
-    """Takes a Snapshot of the client CPUs and (when the database is ours) PostgreSQL's process tree."""
+    """Takes a Snapshot of the client CPUs, (when the database is ours) PostgreSQL's process tree, and (when
+    given) the server's threads and CPUs."""
 
-    def __init__(self, client_cpus: list[int], db_pid: int | None, stat_path: Path = Path("/proc/stat")):
+    def __init__(
+        self,
+        client_cpus: list[int],
+        db_pid: int | None,
+        stat_path: Path = Path("/proc/stat"),
+        server_pid: int | None = None,
+        server_cpus: list[int] | None = None,
+    ):
         self.cpus, self.db_pid, self.stat_path = list(client_cpus), db_pid, stat_path
+        self.server_pid, self.server_cpus = server_pid, list(server_cpus or [])
 
     def prepare(self) -> None:
         """Import what a snapshot needs (psutil, 23 ms here), so that it is never imported inside the window."""
@@ -74,9 +130,62 @@ class WindowSampler:
             import psutil  # noqa: F401
 
     def __call__(self) -> Snapshot:
-        busy, total = cpu_ticks(self.stat_path.read_text(), self.cpus)
+        # The server's threads first and last: they are what the window's two ends must bracket most closely.
+        threads = thread_schedstat(self.server_pid) if self.server_pid is not None else None
+        stat = self.stat_path.read_text()
+        busy, total = cpu_ticks(stat, self.cpus)
+        server_cpu = cpu_fields(stat, self.server_cpus) if self.server_cpus else None
         db = tree_cpu_s(self.db_pid) if self.db_pid is not None else None
-        return Snapshot(time.monotonic_ns() / 1e6, busy, total, db)
+        return Snapshot(time.monotonic_ns() / 1e6, busy, total, db, threads, server_cpu)
+
+
+#: The record's server-side figures from two snapshots, all null where the snapshots lack them.
+DISTURBANCE_FIELDS = (
+    "main_oncpu_ms", "main_wait_ms", "threads_oncpu_ms", "threads_wait_ms", "server_threads_seen",
+    "server_cpu_busy_ms", "server_cpu_others_ms", "server_cpu_steal_ms", "server_cpu_irq_ms",
+    "server_cpu_softirq_ms", "stolen_share",
+)  # fmt: skip
+
+
+def disturbance(s0: Snapshot | None, s1: Snapshot | None, server_pid: int | None) -> dict:
+    """What the server's threads and its CPUs did between two snapshots: the run's disturbance, measured.
+
+    main_*: the main thread (the event loop, tid = pid): its on-CPU time and its run-queue wait.
+    threads_*: every thread alive at the end (a thread born in the window counts from zero; one that
+    ended in it is missing, and server_threads_seen says how many were summed).
+    server_cpu_*: the server CPUs' time from /proc/stat: busy (user + nice + system), steal (taken by
+    the hypervisor), irq and softirq (interrupt work, on the server's CPU mostly its own loopback
+    traffic), and others: busy time that none of the server's threads ran, i.e. other tasks on its CPU.
+    stolen_share: the share of the window the event loop lost to others: its run-queue wait, up to the
+    others' time on its CPUs (the rest of its wait is behind its own helper threads), plus steal,
+    over the window's wall time (the snapshots' distance).
+    """
+    out = dict.fromkeys(DISTURBANCE_FIELDS)
+    if s0 is None or s1 is None or s1.mono_ms <= s0.mono_ms:
+        return out
+    window_ms = s1.mono_ms - s0.mono_ms
+    t0, t1 = s0.server_threads, s1.server_threads
+    if t0 is not None and t1 is not None:
+        delta = {tid: (run - t0.get(tid, (0, 0))[0], wait - t0.get(tid, (0, 0))[1]) for tid, (run, wait) in t1.items()}
+        if server_pid in delta:
+            out["main_oncpu_ms"], out["main_wait_ms"] = (v / 1e6 for v in delta[server_pid])
+        out["threads_oncpu_ms"] = sum(run for run, _ in delta.values()) / 1e6
+        out["threads_wait_ms"] = sum(wait for _, wait in delta.values()) / 1e6
+        out["server_threads_seen"] = len(delta)
+    c0, c1 = s0.server_cpu_ticks, s1.server_cpu_ticks
+    if c0 is not None and c1 is not None:
+        tick_ms = 1000.0 / CLK_TCK
+        d = {k: (c1[k] - c0[k]) * tick_ms for k in CPU_FIELDS}
+        out["server_cpu_busy_ms"] = d["user"] + d["nice"] + d["system"]
+        out["server_cpu_steal_ms"] = d["steal"]
+        out["server_cpu_irq_ms"] = d["irq"]
+        out["server_cpu_softirq_ms"] = d["softirq"]
+        if out["threads_oncpu_ms"] is not None:
+            out["server_cpu_others_ms"] = max(0.0, out["server_cpu_busy_ms"] - out["threads_oncpu_ms"])
+        if out["main_wait_ms"] is not None and out["server_cpu_others_ms"] is not None:
+            lost = min(out["main_wait_ms"], out["server_cpu_others_ms"]) + d["steal"]
+            out["stolen_share"] = min(1.0, lost / window_ms)
+    return out
 
 
 def window_figures(s0: Snapshot | None, s1: Snapshot | None, elu: dict) -> dict:

@@ -99,4 +99,5 @@ def options(job: Job, node: dict) -> Options:
     return Options(
         float(p["warmup_s"]), int(p["pool_size"]), int(p["server_port"]), database, str(p["scratch_dir"]),
         str(p["node"]), bool(p["allow_shared_cpu"]), node, nodejs.usable(node, binary),
+        int(p.get("remeasure_attempts", 0)),
     )  # fmt: skip

@@ -59,6 +59,8 @@ class Options:
     server_node: dict | None = None
     #: The binary that runs the server (checked by nodejs.usable()); None: `node`.
     server_binary: str | None = None
+    #: How many more times a disturbed run is measured (config's remeasure.attempts).
+    remeasure_attempts: int = 0
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,9 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
         cluster.start()
         workspace.adopt(scratch, "postgres", cluster.proc.pid)
     # PostgreSQL's CPU over the window is ours to read only when we started it.
-    sampler = hostsample.WindowSampler(client_cpus, cluster.proc.pid if cluster is not None else None)
+    sampler = hostsample.WindowSampler(
+        client_cpus, cluster.proc.pid if cluster is not None else None, server_pid=proc.pid, server_cpus=server_cpus
+    )
 
     if cluster is not None:
         cluster.wait_ready()
@@ -327,6 +331,9 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         f"server CPU {server_cpus}, client CPU {client_cpus}"
     )
     with ExitStack() as stack:
+        # The job's own mask again on the way out (start() narrows this process to the client's CPUs), so that a
+        # disturbed run measured again (harness/remeasure.py) splits the same CPUs the same way.
+        stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
         # One measurement at a time on this machine, whichever checkout, user or Snakemake started it.
         stack.enter_context(procs.one_measurement_per_machine(cell.label(), progress))
         phases.done("lock")
@@ -411,11 +418,11 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
     }
     rec = record.build(observed, facts.result())
     took = f", {rec['requests']:,} requests in {out['window_s']:.2f} s" if stop.rule == "count" else ""
+    oncpu = "" if rec["us_per_req_oncpu"] is None else f", main thread {rec['us_per_req_oncpu']:.1f} us/req on CPU"
+    stolen = "" if rec["stolen_share"] is None else f", stolen {rec['stolen_share']:.1%}"
     progress(
         f"done  {cell.label()}: {rec['req_per_s']:,.0f} req/s, {rec['us_per_req_elu']:.1f} us/req "
-        f"(ELU {rec['elu_utilization']:.2f}), client CPU {rec['client_cpu_util']:.2f}, "
+        f"(ELU {rec['elu_utilization']:.2f}){oncpu}, client CPU {rec['client_cpu_util']:.2f}{stolen}, "
         f"harness {rec['harness_overhead_s']:.2f} s{took}"
     )
-    if rec["preempted"]:
-        progress(f"warning: {cell.label()}: the server was preempted in its window: {rec['preempted_reason']}")
     return rec

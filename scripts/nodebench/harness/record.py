@@ -8,9 +8,9 @@ import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 
-from nodebench.catalogue.preemption import PREEMPT_ACTIVE_OVER_CPU, PREEMPT_INVOL_CSW_PER_S
+from nodebench.catalogue.preemption import DISTURBED_STOLEN_SHARE, PREEMPT_ACTIVE_OVER_CPU, PREEMPT_INVOL_CSW_PER_S
 from nodebench.harness.errors import RunError
-from nodebench.harness.hostsample import window_figures
+from nodebench.harness.hostsample import disturbance, window_figures
 
 
 def derive(load: dict, window_s: float, elu: dict) -> dict:
@@ -33,6 +33,22 @@ def derive(load: dict, window_s: float, elu: dict) -> dict:
         "us_per_req_elu": elu["utilization"] * 1e6 / req_per_s,
         "us_per_req_cpu": cpu_us / server_requests,
         "server_cpu_util": cpu_us / (elu["wall_ms"] * 1000.0),
+    }
+
+
+def server_cpu_figures(host: tuple, server_pid: int, elu: dict) -> dict:
+    """The disturbance measured from outside the server (hostsample.disturbance), the main thread's and all
+    threads' on-CPU time per request, and whether the run was disturbed (catalogue/preemption.py)."""
+    got = disturbance(*host, server_pid)
+    requests = elu["requests"]  # the same count as us_per_req_elu's and us_per_req_cpu's
+    per_req = lambda ms: None if ms is None or requests <= 0 else ms * 1000.0 / requests  # noqa: E731
+    share = got["stolen_share"]
+    return {
+        **got,
+        "us_per_req_oncpu": per_req(got["main_oncpu_ms"]),
+        "us_per_req_threads": per_req(got["threads_oncpu_ms"]),
+        "main_wait_share": None if got["main_wait_ms"] is None else got["main_wait_ms"] / elu["wall_ms"],
+        "disturbed": None if share is None else share > DISTURBED_STOLEN_SHARE,
     }
 
 
@@ -235,6 +251,7 @@ def build(o: dict, facts: dict) -> dict:
         **derive(load, window_s, elu),
         **preemption(elu),
         **window_figures(*out.get("host", (None, None)), elu),
+        **server_cpu_figures(out.get("host", (None, None)), o["who"]["pid"], elu),
         "cpu_shared": o["server_cpus"] == o["client_cpus"],
         "server_cpus": ",".join(map(str, o["server_cpus"])),
         "client_cpus": ",".join(map(str, o["client_cpus"])),

@@ -16,66 +16,68 @@ def ticks(ms: float) -> int:
     return round(ms / TICK_MS)
 
 
-def cpu(user_ms=0.0, system_ms=0.0, steal_ms=0.0, softirq_ms=0.0) -> dict:
-    return {**dict.fromkeys(hostsample.CPU_FIELDS, 0), "user": ticks(user_ms), "system": ticks(system_ms),
-            "steal": ticks(steal_ms), "softirq": ticks(softirq_ms)}  # fmt: skip
+def cpu(user_ms=0.0, steal_ms=0.0, idle_ms=0.0) -> dict:
+    return {**dict.fromkeys(hostsample.CPU_FIELDS, 0), "user": ticks(user_ms), "steal": ticks(steal_ms),
+            "idle": ticks(idle_ms)}  # fmt: skip
 
 
-def snaps(window_ms, main, helpers, busy_ms, steal_ms=0.0, born=()):
-    """Two snapshots window_ms apart: the main thread (on-CPU ms, wait ms), helper threads, the CPU's busy time."""
+def snaps(window_ms, main, helpers, idle_ms, steal_ms=0.0, born=()):
+    """Two snapshots window_ms apart: the main thread (on-CPU ms, wait ms), helper threads, the CPU's idle time."""
     ns = lambda ms: round(ms * 1e6)  # noqa: E731
     t0 = {PID: (ns(1000), ns(50)), **{PID + 1 + i: (ns(100), ns(5)) for i in range(len(helpers))}}
     t1 = {PID: (ns(1000 + main[0]), ns(50 + main[1]))}
     t1 |= {PID + 1 + i: (ns(100 + run), ns(5 + wait)) for i, (run, wait) in enumerate(helpers)}
     t1 |= {PID + 100 + i: (ns(run), ns(wait)) for i, (run, wait) in enumerate(born)}
-    s0 = Snapshot(10_000.0, 0, 0, None, t0, cpu())
-    s1 = Snapshot(10_000.0 + window_ms, 0, 0, None, t1, cpu(user_ms=busy_ms * 0.8, system_ms=busy_ms * 0.2,
-                                                               steal_ms=steal_ms))  # fmt: skip
+    # user + system as the kernel's tick samples them: a tenth short (they play no part in the figures).
+    busy_ms = window_ms - idle_ms - steal_ms
+    s0 = Snapshot(10_000.0, 0, 0, None, t0, cpu(), (0,))
+    s1 = Snapshot(10_000.0 + window_ms, 0, 0, None, t1, cpu(busy_ms * 0.9, steal_ms, idle_ms), (0,))
     return s0, s1
 
 
 def test_an_undisturbed_saturated_server_lost_nothing():
-    got = disturbance(*snaps(5000, main=(4900, 60), helpers=[(40, 1)], busy_ms=4940), PID)
+    got = disturbance(*snaps(5000, main=(4900, 60), helpers=[(40, 1)], idle_ms=60), PID)
     assert got["main_oncpu_ms"] == pytest.approx(4900) and got["main_wait_ms"] == pytest.approx(60)
     assert got["threads_oncpu_ms"] == pytest.approx(4940) and got["server_threads_seen"] == 2
     assert got["server_cpu_others_ms"] == pytest.approx(0, abs=TICK_MS)
-    assert got["stolen_share"] == pytest.approx(0, abs=TICK_MS / 5000)
+    # It waited 60 ms, 40 of them while its helper thread ran: 20 ms, 0.4 %, lost to others.
+    assert got["stolen_share"] == pytest.approx(0.004)
 
 
 def test_waiting_behind_its_own_gc_threads_is_not_a_disturbance():
     # Express on one CPU: its main thread waits 15 % of the window behind its own helper threads.
-    got = disturbance(*snaps(5000, main=(4200, 750), helpers=[(700, 30), (60, 2)], busy_ms=4960), PID)
+    got = disturbance(*snaps(5000, main=(4200, 750), helpers=[(700, 30), (60, 2)], idle_ms=40), PID)
     assert got["main_wait_ms"] == pytest.approx(750)
-    assert got["stolen_share"] == pytest.approx(0, abs=TICK_MS / 5000)
+    assert got["stolen_share"] == 0.0 and got["server_cpu_others_ms"] == pytest.approx(0, abs=TICK_MS)
 
 
 def test_a_cpu_hog_on_the_servers_cpu_is_measured():
     # Another task took 500 ms of the CPU and the main thread waited for it: 10 % of the window lost.
-    got = disturbance(*snaps(5000, main=(4400, 560), helpers=[(50, 1)], busy_ms=4950), PID)
+    got = disturbance(*snaps(5000, main=(4400, 560), helpers=[(50, 1)], idle_ms=50), PID)
     assert got["server_cpu_others_ms"] == pytest.approx(500, abs=TICK_MS)
-    assert got["stolen_share"] == pytest.approx(0.10, abs=0.005)
+    assert got["stolen_share"] == pytest.approx(0.102)
 
 
 def test_others_time_while_the_loop_was_idle_is_not_counted_as_lost():
     # An idle server (25 % load): the hog's 500 ms cost the loop only the 20 ms it waited.
-    got = disturbance(*snaps(5000, main=(1250, 20), helpers=[], busy_ms=1750), PID)
+    got = disturbance(*snaps(5000, main=(1250, 20), helpers=[], idle_ms=3250), PID)
     assert got["server_cpu_others_ms"] == pytest.approx(500, abs=TICK_MS)
-    assert got["stolen_share"] == pytest.approx(20 / 5000, abs=TICK_MS / 5000)
+    assert got["stolen_share"] == pytest.approx(20 / 5000)
 
 
 def test_steal_counts_as_lost():
-    got = disturbance(*snaps(5000, main=(4800, 0), helpers=[], busy_ms=4800, steal_ms=150), PID)
+    got = disturbance(*snaps(5000, main=(4800, 0), helpers=[], idle_ms=50, steal_ms=150), PID)
     assert got["server_cpu_steal_ms"] == pytest.approx(150, abs=TICK_MS)
     assert got["stolen_share"] == pytest.approx(0.03, abs=0.003)
 
 
 def test_a_thread_born_in_the_window_counts_from_zero():
-    got = disturbance(*snaps(5000, main=(4000, 0), helpers=[(100, 0)], busy_ms=4300, born=[(200, 3)]), PID)
+    got = disturbance(*snaps(5000, main=(4000, 0), helpers=[(100, 0)], idle_ms=700, born=[(200, 3)]), PID)
     assert got["threads_oncpu_ms"] == pytest.approx(4300) and got["server_threads_seen"] == 3
 
 
 def test_no_schedstat_or_no_snapshots_give_nulls():
-    s0, s1 = snaps(5000, main=(4000, 0), helpers=[], busy_ms=4000)
+    s0, s1 = snaps(5000, main=(4000, 0), helpers=[], idle_ms=1000)
     bare0, bare1 = Snapshot(s0.mono_ms, 0, 0, None), Snapshot(s1.mono_ms, 0, 0, None)
     assert set(disturbance(bare0, bare1, PID).values()) == {None}
     assert set(disturbance(None, None, PID).values()) == {None}

@@ -489,8 +489,10 @@ function packageVersion(name) {
 // Listen on loopback, print the readiness line, close server and pool on SIGTERM.
 // `server` is the node:http Server under the framework; `listen` starts it.
 function serve({ name, server, probe, listen, close }) {
-  // First, so it sees each request before the framework can answer it.
-  server.prependListener('request', probe.onRequest);
+  // First, so it sees each request before the framework can answer it. NODEBENCH_PROBE=bare leaves every
+  // request untouched (the window then counts none): the precision benchmark measures what the hook costs
+  // against it (tests/benchmarks/precision.py); the pipeline never sets it.
+  if (process.env.NODEBENCH_PROBE !== 'bare') server.prependListener('request', probe.onRequest);
   const port = Number(process.env.PORT);
   if (!Number.isInteger(port) || port <= 0) {
     console.error(`${name}: PORT must be set to a port number, got ${JSON.stringify(process.env.PORT)}`);

@@ -94,7 +94,7 @@ def test_summary_and_manifest(project: Path):
     # The answer first: per workload, each framework's paired cost against express and node-http, one round each.
     first = summary.split("\n\n")[1]
     assert first.startswith("- **empty** at 10 connections: ") and "express's event-loop CPU per request" in first
-    assert "(n=1: no interval)" in first and "A/A noise floor" in first
+    assert "(n=1: no interval)" in first and "the A/A twin against its control" in first
     assert "**Machine state**: the A/A control, node-http, at the headline connections: " in summary
     manifest = (project / "reports" / "all").read_text().split()
     assert "data/overall/runs.parquet" in manifest and "reports/overall/summary.md" in manifest

@@ -83,13 +83,13 @@ def test_each_major_is_compared_with_the_same_server_on_node_20(known):
     assert node.loc["express", "pairs"] == 5
 
 
-def test_framework_majors_are_compared_on_the_same_node_and_judged_against_the_a_a_floor(known):
+def test_framework_majors_are_compared_on_the_same_node_and_the_a_a_twin_reported(known):
     _, t = known
     major = t[t["kind"] == "major"].set_index("server")
     assert set(major.index) == {"express", "fastify"}
     assert major.loc["express", "ratio"] == pytest.approx(1.25)
     assert major.loc["express", "compared_to"] == "express4"
-    # The twin's median ratio is 1.02: a 2 % floor. 1.25 is beyond it; 1.01 is not, and lies inside the 5 % margin.
+    # The twin's median ratio is 1.02, reported (no margin). 1.25 is costlier; 1.01 lies inside the 5 % margin.
     assert major.loc["express", "noise_floor"] == pytest.approx(0.02)
     assert major.loc["express", "outcome"] == "costlier"
     assert major.loc["fastify", "outcome"] == "equivalent"
@@ -214,7 +214,7 @@ def test_every_versions_column_is_in_the_data_dictionary(known):
     assert list(known[1].columns) == list(dictionary) == versions.COLUMNS
 
 
-def test_a_twin_on_an_installed_major_sets_the_noise_floor():
+def test_a_twin_on_an_installed_major_is_reported_for_its_peer_group():
     # node_versions: [20, 22] in the main matrix: no cell on the pipeline's Node.js, a twin on each major.
     runs = drifting_runs(
         {
@@ -227,7 +227,7 @@ def test_a_twin_on_an_installed_major_sets_the_noise_floor():
         }
     )
     m = metrics.compute_metrics(runs).set_index("server")
-    # The widest of the two twins' floors (3 % on node 20, 1 % on node 22) holds for every cell of the peer group.
+    # The widest of the two twins' offsets (3 % on node 20, 1 % on node 22) is reported for every cell of the group.
     assert m["noise_floor"].tolist() == pytest.approx([0.03] * len(m))
     assert m.loc["express@node22", "outcome_vs_node_http"] == "costlier"
     assert metrics.is_twin("node-http-aa@node22") and not metrics.is_twin("node-http@node22")
@@ -268,5 +268,5 @@ def test_pairs_measured_far_apart_or_preempted_are_called_out():
     assert row["pair_gap_min"] == pytest.approx(20.0)
     assert (row["preempted_runs"], row["preempted_runs_compared"]) == (0, 2)
     words = versions.sentences(t)[0]
-    assert "1 of these 1 comparisons includes runs flagged as preempted (2 runs)" in words
+    assert "1 of these 1 comparisons includes runs still disturbed after being measured again (2 runs)" in words
     assert "measured up to a median of 20 min apart" in words and "not back to back" in words

@@ -76,7 +76,7 @@ def test_same_three_ways():
     assert noisy["verdict"] == C.INCONCLUSIVE and "holds the claim and its negation" in noisy["reason"]
 
 
-# --- at_most, at_least, below: limits, with the A/A floor ------------------------------------------------------
+# --- at_most, at_least, below: limits (no A/A floor moves them) ---------------------------------------------------
 
 
 def flat_claim(**kw):
@@ -100,16 +100,16 @@ def flat_runs(per_round, twin=None):
     return runs(cells)
 
 
-def test_at_most_three_ways_and_the_floor_in_the_claims_favour():
+def test_at_most_three_ways_and_no_floor_in_the_claims_favour():
     assert verdict(flat_claim(), flat_runs([0.97, 0.99, 1.0, 0.98, 0.96])) == C.REPRODUCED
     assert verdict(flat_claim(), flat_runs([1.2, 1.25, 1.3, 1.22, 1.28])) == C.NOT_REPRODUCED
     assert verdict(flat_claim(), flat_runs([0.95, 1.05, 1.1, 0.98, 1.02])) == C.INCONCLUSIVE
-    # 2-4 % above the limit: refuted without an A/A control, within what two names of one server showed with one
-    # whose twin read 5 % apart.
+    # 2-4 % above the limit: refuted, with or without an A/A control whose twin read 5 % apart (the twin's
+    # offset is reported, and moves nothing: a random offset is no margin).
     gain = [1.02, 1.03, 1.04, 1.03, 1.02]
     assert verdict(flat_claim(), flat_runs(gain)) == C.NOT_REPRODUCED
     row = C.evaluate_claim(flat_claim(), flat_runs(gain, twin=1.05))
-    assert row["verdict"] == C.REPRODUCED and "A/A floor of 5.0%" in row["reason"], row["reason"]
+    assert row["verdict"] == C.NOT_REPRODUCED and "floor" not in row["reason"], row["reason"]
     assert row["floor"] == pytest.approx(np.log(1.05))
 
 
@@ -123,16 +123,16 @@ def test_at_least_three_ways():
     assert verdict(c, data(drift_free([0.90, 0.99, 0.97, 0.93, 0.98]))) == C.INCONCLUSIVE
 
 
-def test_below_three_ways_and_the_floor_against_the_claim():
+def test_below_three_ways_and_no_floor_against_the_claim():
     c = claim(compare="below", figure=None, limit=1)
     assert verdict(c, ratio_runs([0.90, 0.93, 0.95, 0.91, 0.97])) == C.REPRODUCED
     assert verdict(c, ratio_runs([1.01, 1.05, 1.02, 1.03, 1.00])) == C.NOT_REPRODUCED
     assert verdict(c, ratio_runs([0.90, 1.05, 0.95, 0.92, 0.97])) == C.INCONCLUSIVE
-    # 2-4 % below 1 is a difference without a control; with a twin 5 % apart it does not exceed the floor.
+    # 2-4 % below 1 is a difference, with or without a twin 5 % apart beside it.
     small = ratio_runs([0.97, 0.96, 0.98, 0.97, 0.96])
     assert verdict(c, small) == C.REPRODUCED
     twin = runs({("empty", "node-http"): [2000.0] * 5, ("empty", "node-http-aa"): [2100.0] * 5})
-    assert verdict(c, pd.concat([small, twin])) == C.NOT_REPRODUCED
+    assert verdict(c, pd.concat([small, twin])) == C.REPRODUCED
 
 
 # --- order: a ranking, paired per round ---------------------------------------------------------------------------
@@ -152,17 +152,19 @@ def test_an_order_three_ways_from_paired_neighbours():
 # --- invalid: rounds that cannot decide ---------------------------------------------------------------------------
 
 
-def test_preempted_rounds_are_left_out_and_mostly_preempted_is_invalid():
+def test_disturbed_rounds_are_kept_and_counted_never_left_out():
+    # A disturbed run was measured again by its job; one still disturbed is kept, flagged, and counted in the
+    # conditions: leaving rounds out for it would select on the outcome (and once made most claims invalid).
     true = [4.3, 4.4, 4.5, 4.2, 4.35]
-    one = {("empty", "fastify"): {"preempted": [False, False, True, False, False]}}
+    one = {("empty", "fastify"): {"disturbed": [False, False, True, False, False]}}
     row = C.evaluate_claim(claim(), ratio_runs(true, one))
-    assert row["verdict"] == C.REPRODUCED and row["n"] == 4 and row["rounds_left_out"] == 1
-    assert "1 of 5 rounds preempted (rounds 3)" in row["reason"]
+    assert row["verdict"] == C.REPRODUCED and row["n"] == 5 and row["rounds_left_out"] == 0
+    assert "1 still disturbed (kept)" in row["ours_conditions"], row["ours_conditions"]
+    # Older records' proxy flag is kept the same way; a claim refuted by its numbers stays refuted.
     most = {("empty", "express"): {"preempted": [True, True, True, False, False]}}
     row = C.evaluate_claim(claim(), ratio_runs(true, most))
-    assert row["verdict"] == C.INVALID and "2 of 5 rounds fit to decide on" in row["reason"]
-    # A claim refuted by its numbers is still invalid when its runs were preempted: preemption decides first.
-    assert verdict(claim(), ratio_runs([2.0] * 5, most)) == C.INVALID
+    assert row["verdict"] == C.REPRODUCED and row["n"] == 5 and "3 still disturbed (kept)" in row["ours_conditions"]
+    assert verdict(claim(), ratio_runs([2.0] * 5, most)) == C.NOT_REPRODUCED
 
 
 def test_a_claim_about_the_framework_needs_its_cells_at_their_ceiling():
@@ -228,7 +230,7 @@ def test_a_band_that_holds_no_effect_needs_an_interval_that_does_not():
     assert verdict(c, ratio_runs([1.30, 1.32, 1.31, 1.29, 1.33])) == C.NOT_REPRODUCED
 
 
-def test_a_run_without_the_figure_is_left_out_like_a_preempted_one():
+def test_a_run_without_the_figure_is_left_out():
     data = ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35])
     data.loc[(data["server"] == "express") & (data["round"] == 4), "req_per_s"] = np.nan
     row = C.evaluate_claim(claim(), data)
@@ -237,7 +239,7 @@ def test_a_run_without_the_figure_is_left_out_like_a_preempted_one():
     assert verdict(claim(), data) == C.INVALID
 
 
-def test_a_score_claim_leaves_out_rounds_with_a_preempted_run():
+def test_a_score_claim_keeps_rounds_with_a_disturbed_run():
     rates = {"node-http": 10000.0, "fastify": 10000 / 1.1}
     data = runs({(w, s): [r] * 5 for w in ("hello", "not-found") for s, r in rates.items()})
     data["us_per_req_elu"] = 1e6 / data["req_per_s"]
@@ -255,6 +257,6 @@ def test_a_score_claim_leaves_out_rounds_with_a_preempted_run():
         "null": 100,
     }
     assert verdict(score, data) == C.REPRODUCED
-    data.loc[(data["server"] == "node-http") & (data["round"] <= 3), "preempted"] = True
+    data.loc[(data["server"] == "node-http") & (data["round"] <= 3), "disturbed"] = True
     row = C.evaluate_claim(score, data)
-    assert row["verdict"] == C.INVALID and "3 of 5 rounds preempted" in row["reason"]
+    assert row["verdict"] == C.REPRODUCED and row["n"] == 5 and row["rounds_left_out"] == 0

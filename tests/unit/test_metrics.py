@@ -53,7 +53,11 @@ def test_medians_over_repetitions(m):
 
 def test_interval_contains_the_point_estimate(m):
     for fig in metrics.FIGURES:
-        assert (m[f"{fig}_lo"] <= m[fig]).all() and (m[fig] <= m[f"{fig}_hi"]).all()
+        # A figure these hand-made runs lack (the on-CPU ones) is missing everywhere, never made up.
+        known = m[fig].notna()
+        assert known.all() or not known.any(), fig
+        assert (m[f"{fig}_lo"] <= m[fig])[known].all() and (m[fig] <= m[f"{fig}_hi"])[known].all()
+    assert m["us_per_req_elu"].notna().all() and m["us_per_req_oncpu"].isna().all()
     assert m.loc[("empty", "express"), "req_per_s_lo"] >= 90.0
     assert m.loc[("empty", "express"), "req_per_s_hi"] <= 110.0
     # Identical rounds: the interval is the value itself.
@@ -233,7 +237,7 @@ def test_pairs_measured_by_different_sessions_are_counted():
     assert got.loc[("empty", "fastify"), "cross_session_vs_node_http"] == 0
 
 
-def test_the_a_a_twin_sets_the_noise_floor_of_its_peers():
+def test_the_a_a_twin_is_reported_beside_its_peers_and_moves_no_outcome():
     # node-http-aa is node-http measured again in each round: 2 %, -1 % and 4 % apart.
     twin = EXPRESS_FASTIFY[EXPRESS_FASTIFY["server"] == "node-http"].copy()
     twin["server"] = "node-http-aa"
@@ -242,24 +246,30 @@ def test_the_a_a_twin_sets_the_noise_floor_of_its_peers():
     got = got.set_index(["workload", "server"])
     empty = got.loc["empty"]
     assert np.allclose(empty["aa_cost"], 1.02) and (empty["aa_pairs"] == 3).all()
-    # The floor is the twin's median offset, 2 %, on a log scale.
+    # Its offset is still reported (2 % on a log scale); its interval (0.99-1.04) holds 1, so the twin is not off.
     assert empty.loc["fastify", "noise_floor"] == pytest.approx(0.02)
-    assert empty.loc["fastify", "noise_floor_log"] == pytest.approx(np.log(1.02))
-    # fastify at 0.19-0.21x express is far beyond 2 %; express against itself is inside the 5 % margin.
+    assert not empty["twin_off"].any()
+    # fastify at 0.19-0.21x express is cheaper; express against itself is inside the 5 % margin.
     assert empty.loc["fastify", "outcome_vs_express"] == "cheaper"
     assert empty.loc["express", "outcome_vs_express"] == "equivalent"
-    # On list, node-http and fastify differ by 1.3 %: inside the 2 % the twin moved, so never cheaper or costlier.
-    assert got.loc[("list", "fastify"), "outcome_vs_node_http"] in {"equivalent", "inconclusive"}
     # The twin is not ranked.
     assert "node-http-aa" not in set(metrics.geomean_scores(got.reset_index())["server"])
 
 
-def test_the_floor_is_on_a_log_scale_so_a_ratio_inside_the_twins_own_reach_is_not_cheaper():
-    """The A/A twin's median is 0.80: a comparison at 0.82 lies inside that (the old 1/(1 + 0.20) = 0.833 called
-    it beyond); at 0.76 it lies beyond."""
+def test_a_twin_whose_interval_excludes_one_flags_its_peer_group():
+    twin = EXPRESS_FASTIFY[EXPRESS_FASTIFY["server"] == "node-http"].copy()
+    twin["server"] = "node-http-aa"
+    twin["us_per_req_elu"] = twin["us_per_req_elu"] * np.tile([1.06, 1.08, 1.07], 2)
+    got = metrics.compute_metrics(pd.concat([EXPRESS_FASTIFY, twin], ignore_index=True)).set_index("server")
+    assert got["twin_off"].all()
+
+
+def test_a_comparison_inside_the_twins_own_reach_is_decided_by_its_own_interval():
+    """The A/A twin's median is 0.80, so far off that the twin is flagged; a comparison at 0.82 whose own interval
+    lies below 1 is cheaper all the same (the floor it once had to clear was a random draw, not a margin)."""
     rounds = [1, 2, 3]
     base = pd.DataFrame({"round": rounds, "us_per_req_elu": 100.0})
-    twin = base.assign(us_per_req_elu=[80.0, 80.0, 100.0])
+    twin = base.assign(us_per_req_elu=[80.0, 80.0, 79.0])
 
     def cost(server_ratio: float) -> str:
         runs = pd.concat(
@@ -276,8 +286,10 @@ def test_the_floor_is_on_a_log_scale_so_a_ratio_inside_the_twins_own_reach_is_no
             elu_utilization=0.99, client_cpu_util=0.5, client_cpu_capacity=1.0, preempted=False, cpu_model="x",
         )  # fmt: skip
         got = metrics.compute_metrics(runs).set_index("server")
-        assert got.loc["fastify", "noise_floor"] == pytest.approx(0.25)
+        assert got.loc["fastify", "noise_floor"] == pytest.approx(0.25) and got.loc["fastify", "twin_off"]
         return got.loc["fastify", "outcome_vs_node_http"]
 
-    assert cost(0.82 / 0.99) == "inconclusive"  # lowest pair 0.82 ... highest 0.83: inside the twin's 1/1.25
-    assert cost(0.76 / 1.01) == "cheaper"  # 0.744-0.76: wholly below 0.80
+    assert cost(0.82 / 0.99) == "cheaper"
+    assert cost(1.0) == "equivalent"
+    # Data on the wrong side of no effect: costlier, never cheaper.
+    assert cost(1.12) == "costlier"

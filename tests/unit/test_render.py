@@ -203,7 +203,7 @@ SHARE_OF_EXPRESS = {
     "fastify": [0.40, 0.42, 0.44],
     "node-http": [0.48, 0.50, 0.52],
 }
-#: The A/A twin against node-http, per round: a noise floor of 2 %.
+#: The A/A twin against node-http, per round: 1 % apart at the median, its interval holding 1.
 TWIN_OF_NODE = [1.01, 0.98, 1.02]
 
 
@@ -223,7 +223,7 @@ def summary_of(runs: pd.DataFrame) -> str:
     return markdown.render(runs, cells, metrics.geomean_scores(cells), pd.Timestamp("2026-01-02", tz="UTC"))
 
 
-def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_noise_floor():
+def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_a_a_twin():
     text = summary_of(known_ratio_runs())
     title, first = text.split("\n\n")[:2]
     assert title == "# Summary"
@@ -234,7 +234,7 @@ def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_n
         "express-lean 1.00x express's (0.99–1.01, equivalent within ±5 %) and 2.00x node-http's (1.94–2.06, costlier); "
         "express 2.00x node-http's (1.92–2.08, costlier); "
         "intervals over paired rounds, n=3: min-max, 75 %; "
-        "A/A noise floor 1.0 % on a log scale (between 0.99x and 1.01x)."
+        "the A/A twin against its control 1.010x [0.980x-1.020x], a check of the design."
     )
     # Then how the comparisons were decided, all together.
     decided = text.split("\n\n")[2]
@@ -383,5 +383,20 @@ def test_coming_verdicts_reasons_and_preempted_runs_are_shown_and_keyed():
     text = markdown.to_markdown(markdown.body(known_ratio_runs(), cells, metrics.geomean_scores(cells)))
     fastify = next(line for line in text.splitlines() if line.startswith("| fastify |"))
     express = next(line for line in text.splitlines() if line.startswith("| express |"))
-    assert fastify.endswith("| database-bound (db CPU 0.97) |") and "preempted (1 run)" in express
-    assert "**database-bound**: the database set the pace" in text and "**preempted (k runs)**" in text
+    assert fastify.endswith("| database-bound (db CPU 0.97) |") and "disturbed (1 run)" in express
+    assert "**database-bound**: the database set the pace" in text and "**disturbed (k runs)**" in text
+
+
+def test_an_all_disturbed_pair_is_said_to_be_unchecked_and_a_noisy_machine_leads_the_report():
+    runs = known_ratio_runs()
+    # Every fastify run still disturbed after it was measured again: its ratios cannot be checked without them.
+    fastify = runs["server"].astype(str) == "fastify"
+    runs = runs.assign(disturbed=fastify, measurement_count=np.where(fastify, 3, 1))
+    text = summary_of(runs)
+    assert "cannot be checked: no round without a disturbed run" in text
+    assert "moves none of these ratios" not in text
+    # 3 of 15 runs still disturbed (20 %): the report leads with it, and the machine's state counts them.
+    assert text.split("\n\n")[1].startswith("**This machine was too noisy for the stated precision**: 3 of 15 runs")
+    assert "3 of 15 runs measured again because another task or the hypervisor took the server's CPU, 3 still" in text
+    quiet = summary_of(known_ratio_runs().assign(disturbed=False, measurement_count=1))
+    assert "too noisy" not in quiet and "cannot be checked" not in quiet

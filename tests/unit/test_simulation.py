@@ -1,10 +1,11 @@
-"""The whole comparison (pairing, the A/A floor, the outcomes) on thousands of synthetic campaigns with known ratios.
+"""The whole comparison (pairing, the intervals, the outcomes) on thousands of synthetic campaigns with known ratios.
 
 tests/simulate.py makes the campaigns: drift of the machine inside and between rounds, per-run
 noise and 15 % preempted runs, laid out as the plan lays them out (a peer group back to back)
 or as the pipeline did before blocks (the baseline borrowed from a scope measured 40 minutes
 away). The blocked design must keep its stated coverage and call a null difference different
-in at most 5 % of comparisons; the borrowed design must be caught failing both, or this test
+no more often than its intervals miss (1 - the stated coverage: 6.25 % at 5 rounds, with no A/A
+margin since 2026-12-04); the borrowed design must be caught failing both, or this test
 could not tell the two apart. Adaptive rounds (stopping on the intervals' width at pre-declared
 looks) must keep the coverage a report states for them (a floor) and the false-difference rate;
 stopping on the answer itself (as soon as the interval excludes 1) must be caught inflating it.
@@ -30,8 +31,9 @@ def test_blocked_pairs_keep_the_stated_coverage(blocked_null):
         assert abs(got["coverage"] - got["stated"]) <= 0.015, got
 
 
-def test_blocked_pairs_call_a_null_difference_different_rarely(blocked_null):
-    assert blocked_null["different"] <= 0.05, blocked_null
+def test_blocked_pairs_call_a_null_difference_different_no_more_often_than_their_intervals_miss(blocked_null):
+    # 2,000 campaigns: 1.5 points of Monte Carlo error at about 6 %.
+    assert blocked_null["different"] <= 1 - blocked_null["stated"] + 0.015, blocked_null
     assert blocked_null["median_gap_s"] <= 3 * simulate.RUN_S
 
 
@@ -43,7 +45,7 @@ def test_a_10_percent_difference_is_never_called_costlier_or_equivalent():
 def test_borrowed_baselines_are_caught_losing_coverage_and_calling_noise_a_difference():
     got = simulate.analyse(simulate.campaigns(CAMPAIGNS, 1.0, design="borrowed", seed=14), 1.0)
     assert got["coverage"] < got["stated"] - 0.1, got
-    assert got["different"] > 0.05, got
+    assert got["different"] > 1 - got["stated"] + 0.05, got
 
 
 LOOKS = [6, 10, 14, 20]
@@ -61,7 +63,7 @@ def test_adaptive_rounds_keep_their_stated_coverage_and_false_difference_rate(nu
     assert 0.2 < 1 - got["capped"] < 0.8, got  # the stopping rule did stop campaigns early
     assert got["coverage"] >= got["stated"] - 0.01, got  # the stated figure is a floor, 1 point of Monte Carlo
     assert got["coverage"] <= got["stated"] + 0.04, got
-    assert got["different"] <= 0.05, got
+    assert got["different"] <= 1 - got["stated"] + 0.015, got
 
 
 def test_stopping_as_soon_as_the_interval_excludes_one_is_caught(null_campaigns_of_20_rounds):

@@ -88,5 +88,5 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
     out["half_width_log"] = half_width(out["ratio_lo"], out["ratio_hi"])
     out["interval"] = [intervals.describe(int(n)) for n in out["pairs"]]
     out["equivalence_margin"] = float(margin)
-    out["outcome"] = pd.Series(outcomes.decide(out["ratio_lo"], out["ratio_hi"], 0.0, margin), dtype=object)
+    out["outcome"] = pd.Series(outcomes.decide(out["ratio_lo"], out["ratio_hi"], margin), dtype=object)
     return out[COLUMNS].sort_values(["workload", "connections", "client", "stop"]).reset_index(drop=True)

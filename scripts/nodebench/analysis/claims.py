@@ -12,9 +12,12 @@ scenario score reads each server's round scores (analysis.scenarios) instead of 
 
 Each measured claim ends in one of four verdicts, decided from the interval, never from the median alone:
 **reproduced**, **not reproduced**, **inconclusive** (the interval holds both the claim and its negation, or
-there is no interval) or **invalid** (the rounds it reads are mostly preempted, or below the server-bound ELU
-where the claim needs its cells at their ceiling, or without the figure it reads). Rounds with such a run are
-left out first, and said; a claim is invalid when fewer than half of its rounds, or fewer than two, are left.
+there is no interval) or **invalid** (the rounds it reads are mostly below the server-bound ELU where the claim
+needs its cells at their ceiling, or without the figure it reads). Rounds with such a run are left out first,
+and said; a claim is invalid when fewer than half of its rounds, or fewer than two, are left. A disturbed run is
+never a reason to leave a round out: the measurement job measured it again and kept the least disturbed
+(harness/remeasure.py); one still disturbed is kept, and the claim's conditions count it. No A/A floor moves a
+limit: the control's twin is a check of the design, not a margin (analysis/outcomes.py).
 How each comparison decides is in decide() and decide_order(); the band of an `equal` or `same` claim comes
 from the tolerance rule in claimfile (±5 points for a figure in percent, ±10 % on a log scale otherwise). Each
 row also says how far apart in time the claim's runs of one round started (median and largest over rounds).
@@ -34,7 +37,7 @@ import pandas as pd
 
 from nodebench import claimfile
 from nodebench.analysis import intervals, scenarios
-from nodebench.analysis.metrics import CELL, PEERS
+from nodebench.analysis.metrics import CELL, PEERS, flagged
 from nodebench.analysis.outcomes import log_floor
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
 from nodebench.catalogue.workloads import WORKLOADS
@@ -49,7 +52,7 @@ UNTESTABLE = "not testable here"
 PENDING = "not yet measured"
 #: The four verdicts a measured claim can get, then the two reasons it got none.
 VERDICTS = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, INVALID, UNTESTABLE, PENDING)
-#: A claim whose rounds are mostly unfit (preempted, or not at the ceiling a claim about the framework needs) is
+#: A claim whose rounds are mostly unfit (not at the ceiling a claim about the framework needs) is
 #: invalid: fewer than this share of its rounds, or fewer than two, are left to decide on.
 MIN_KEPT_SHARE = 0.5
 
@@ -235,7 +238,6 @@ def decide(
     band: tuple[float, float] | None = None,
     null: float | None = None,
     limit: float | None = None,
-    floor: float = 0.0,
 ) -> tuple[str, str]:
     """(verdict, one line of reason with the figures that decided it) from the statistic's interval.
 
@@ -244,10 +246,9 @@ def decide(
     interval lies outside it; **inconclusive** when it holds values inside the band and outside it (an interval
     wider than the band always does). A not-reproduced figure says which side of no effect the interval lies on:
     opposite only when the whole interval is on the far side.
-    at_most / at_least / below: the whole interval on the claimed side of the limit, moved by the A/A floor
-    (floor: |log| of the control's offset; ratios only) in the claim's favour for at_most and at_least (a
-    difference that small is within what two names of one server show) and against it for below (a difference
-    must exceed it); the whole interval on the other side: not reproduced; else inconclusive.
+    at_most / at_least / below: the whole interval on the claimed side of the limit; the whole interval on the
+    other side: not reproduced; else inconclusive. (No A/A floor moves the limit since 2026-12-04: a random offset
+    is no margin; the row still reports the control's offset as `floor` where the scope measured a twin.)
     """
     f = lambda v: fmt(v, unit)  # noqa: E731
     if n == 0 or not np.isfinite(median):
@@ -273,10 +274,7 @@ def decide(
         width = "wider than" if (hi - lo) > (b_hi - b_lo) else "reaching beyond"
         return INCONCLUSIVE, f"{span}: {width} {what}, so it holds the claim and its negation"
     if compare in ("at_most", "at_least", "below"):
-        # The floor moves the limit in the claim's favour for at_most and at_least, against it for below.
-        shift = floor if np.isfinite(floor) and limit > 0 else 0.0
-        moved = limit * float(np.exp(-shift if compare in ("at_least", "below") else shift))
-        note = f" (the limit {f(limit)} moved by the A/A floor of {np.expm1(shift):.1%})" if shift else ""
+        moved, note = limit, ""
         if compare == "at_most":
             yes, no = hi <= moved, lo > moved
             said = (f"at most {f(moved)}", f"wholly above {f(moved)}")
@@ -335,15 +333,14 @@ def run_rows(claim: Mapping, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 def spoiled_rounds(claim: Mapping, rows: Mapping[str, pd.DataFrame], rounds) -> dict[str, set]:
-    """Per reason, the rounds whose runs cannot decide the claim: a run preempted, or a cell the claim needs at its
-    ceiling (server_bound: true for every cell, or a list of aliases) below the server-bound ELU."""
-    out = {"preempted": set(), "not server-bound": set()}
+    """Per reason, the rounds whose runs cannot decide the claim: a cell the claim needs at its ceiling
+    (server_bound: true for every cell, or a list of aliases) below the server-bound ELU. A disturbed run is no
+    reason: it was measured again, and one still disturbed is kept (conditions() counts it)."""
+    out = {"not server-bound": set()}
     need = claim.get("server_bound") or []
     need = list(claim["cells"]) if need is True else list(need)
     for alias, mine in rows.items():
         mine = mine[mine.index.isin(list(rounds))]
-        if "preempted" in mine:
-            out["preempted"] |= set(mine.index[mine["preempted"].fillna(False).astype(bool)])
         if alias in need and "elu_utilization" in mine:
             elu = pd.to_numeric(mine["elu_utilization"], errors="coerce")
             out["not server-bound"] |= set(mine.index[~(elu >= SERVER_BOUND_ELU)])
@@ -410,11 +407,13 @@ def conditions(claim: Mapping, runs: pd.DataFrame, rounds) -> str:
         {f"{s} {v}" for s, v in zip(mine["framework"], mine["framework_version"], strict=True) if s and v}
     )
     when = pd.to_datetime(mine["started_at"], utc=True)
-    preempted = int(mine["preempted"].fillna(False).astype(bool).sum()) if "preempted" in mine else 0
+    disturbed = int(flagged(mine).sum())
+    remeasured = int((mine["measurement_count"].fillna(1) > 1).sum()) if "measurement_count" in mine else 0
     return (
         f"{uniq('client')}, {uniq('connections')} connections, {uniq('stop')}; Node.js {uniq('node_version')}; "
         f"{', '.join(frameworks)}; {uniq('cpu_model')} ({uniq('cpu_count')} CPUs); "
-        f"{when.min():%Y-%m-%d %H:%M}–{when.max():%H:%M} UTC; {preempted} of {len(mine)} runs preempted"
+        f"{when.min():%Y-%m-%d %H:%M}–{when.max():%H:%M} UTC; {remeasured} of {len(mine)} runs measured again "
+        f"for a disturbance, {disturbed} still disturbed (kept)"
     )
 
 
@@ -558,7 +557,6 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
         band=claimfile.band(claim, centre) if compare in ("equal", "same") else None,
         null=claim.get("null"),
         limit=claim.get("limit"),
-        floor=floor,
     )
     if dropped:
         reason += f"; {dropped} round{'s' if dropped > 1 else ''} left out, where the statistic is not a number"

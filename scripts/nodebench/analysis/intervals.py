@@ -13,6 +13,8 @@ own, lower coverage is the one printed: n=3 covers 75 %, n=5 93.75 %, n=10 (2nd 
 same interval, and a table of a million cells costs one sort.
 """
 
+import warnings
+
 import numpy as np
 from scipy import stats
 
@@ -115,7 +117,8 @@ def cv(values: np.ndarray) -> np.ndarray:
     """Coefficient of variation per row over its non-NaN values (sample SD / mean); 0 for one value."""
     values = np.atleast_2d(np.asarray(values, dtype=float))
     n = (~np.isnan(values)).sum(axis=1)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row with no value at all (a figure older runs lack): NaN
         mean = np.nanmean(values, axis=1) if values.size else np.zeros(len(values))
         sd = np.sqrt(np.nansum((values - mean[:, None]) ** 2, axis=1) / np.maximum(n - 1, 1))
         return np.where(n > 1, sd / mean, np.where(n == 1, 0.0, np.nan))

@@ -13,7 +13,8 @@ from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 CELL = ["workload", "server", "connections", "client", "stopping_rule", "stop"]
 # Cells that are compared with each other differ only in the server.
 PEERS = [c for c in CELL if c != "server"]
-FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_cpu", "latency_p50_ms", "latency_p99_ms"]
+FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_oncpu", "us_per_req_threads", "us_per_req_cpu", "latency_p50_ms",
+           "latency_p99_ms"]  # fmt: skip
 #: Figures of the server itself, per cell too: its peak memory over the window and its start-up time.
 SERVER_FIGURES = ["rss_peak_mb", "heap_used_peak_mb", "server_startup_ms"]
 BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
@@ -31,6 +32,8 @@ RUN_COLUMNS = [
     "client_cpus_busy",
     "db_cpu_util",
     "preempted",
+    "disturbed",
+    "measurement_count",
     "cpu_model",
     "started_at",
     *FIGURES,
@@ -59,7 +62,8 @@ class Samples:
 
     def __call__(self, figure: str, dtype=float, fill=np.nan) -> np.ndarray:
         out = np.full((len(self.keys), len(self.rounds)), fill, dtype=dtype)
-        out[self.cell, self.place] = self.runs[figure].to_numpy(dtype=dtype)
+        if figure in self.runs:  # a figure older records (or hand-made tables) lack stays missing
+            out[self.cell, self.place] = self.runs[figure].to_numpy(dtype=dtype)
         return out
 
     def sessions(self) -> np.ndarray:
@@ -78,12 +82,23 @@ class Samples:
         return pd.concat([pairs[~several].set_index("cell")["model"], joined]).sort_index().to_numpy()
 
 
+def flagged(runs: pd.DataFrame) -> pd.Series:
+    """Per run, whether it was disturbed: the measured flag (`disturbed`, from /proc: harness/hostsample.py) where
+    the record has it, else the older proxy (`preempted`); False where neither is known."""
+    none = pd.Series(pd.NA, index=runs.index, dtype="boolean")
+    measured = runs["disturbed"].astype("boolean") if "disturbed" in runs else none
+    proxy = runs["preempted"].astype("boolean") if "preempted" in runs else none
+    return measured.fillna(proxy).fillna(False).astype(bool)
+
+
 def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
     """One row per cell: rounds, median and order-statistic interval of each figure, CV and the noisy flag."""
     samples = Samples(runs) if samples is None else samples
     # Figures that runs of older records (or hand-made tables) lack are missing, not zero.
     runs = runs.assign(**{c: np.nan for c in MEASURED_LATER if c not in runs})
-    runs = runs.assign(_preempted=runs.get("preempted", pd.Series(False, index=runs.index)).fillna(False).astype(int))
+    runs = runs.assign(_preempted=flagged(runs).astype(int))
+    remeasured = runs["measurement_count"].fillna(1) > 1 if "measurement_count" in runs else False
+    runs = runs.assign(_remeasured=pd.Series(remeasured, index=runs.index).astype(int))
     base = (
         runs.groupby(CELL, observed=True)
         .agg(
@@ -95,6 +110,7 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
             client_cpus_busy=("client_cpus_busy", "median"),
             db_cpu_util=("db_cpu_util", "median"),
             preempted_runs=("_preempted", "sum"),
+            remeasured_runs=("_remeasured", "sum"),
         )
         .reset_index()
         .assign(cpu_model=samples.cpu_models())
@@ -119,6 +135,7 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
 #: Paired ratios of a server's figure over its baseline's, per round: (column prefix, figure).
 RATIOS = {
     "cost": "us_per_req_elu",  # the headline: event-loop CPU per request, server / baseline (< 1: cheaper)
+    "cost_oncpu": "us_per_req_oncpu",  # the event loop's own on-CPU time per request, server / baseline
     "cost_cpu": "us_per_req_cpu",  # process CPU per request, server / baseline
     "throughput": "req_per_s",  # req/s, server / baseline (> 1: faster)
 }
@@ -191,11 +208,14 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
 
 
 def spoiled_pairs(samples: Samples, rows: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """(cells x rounds): True where a pair's run or its partner's (rows[i] and other[i]) was flagged as preempted."""
+    """(cells x rounds): True where a pair's run or its partner's (rows[i] and other[i]) was disturbed (flagged())."""
     spoiled = np.zeros((len(samples.keys), len(samples.rounds)), dtype=bool)
-    if "preempted" in samples.runs:
-        flagged = np.nan_to_num(samples("preempted", fill=0.0)) > 0
-        spoiled[rows] = flagged[rows] | flagged[other]
+    if "preempted" in samples.runs or "disturbed" in samples.runs:
+        runs = samples.runs.assign(_flagged=flagged(samples.runs).astype(float))
+        marks = np.full((len(samples.keys), len(samples.rounds)), 0.0)
+        marks[samples.cell, samples.place] = runs["_flagged"].to_numpy(dtype=float)
+        hit = marks > 0
+        spoiled[rows] = hit[rows] | hit[other]
     return spoiled
 
 
@@ -222,14 +242,15 @@ def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None 
 def add_noise_floor(
     cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None, margin: float = outcomes.DEFAULT_MARGIN
 ) -> pd.DataFrame:
-    """The A/A control's paired cost ratio (its twin over itself) beside every cell with the same peers, and each
-    cost ratio's outcome against it.
+    """The A/A control's paired cost ratio (its twin over itself) beside every cell with the same peers, as a check
+    of the design, and each cost ratio's outcome.
 
-    noise_floor_log is |log| of the A/A ratio's median over rounds (outcomes.log_floor): how
-    far apart two names of one server, measured side by side, came in this run; noise_floor
-    is the same as a relative difference (exp - 1), so 0.80 gives 0.25 (1/1.25, not 1/1.20).
-    outcome_vs_<baseline> is outcomes.decide() of the cost ratio's interval against that
-    floor and the declared equivalence margin: cheaper, costlier, equivalent or inconclusive.
+    aa_cost [aa_cost_lo, aa_cost_hi] is the twin's ratio to its control with its interval; twin_off is True where
+    that interval excludes 1: two names of one server, measured side by side, came apart beyond their own noise,
+    which says the design (order, pairing, the machine) is off for that peer group. noise_floor_log is |log| of
+    the A/A ratio's median (outcomes.log_floor) and noise_floor the same as a relative difference (exp - 1):
+    reported, no longer a margin. outcome_vs_<baseline> is outcomes.decide() of the cost ratio's interval against
+    1 and the declared equivalence margin: cheaper, costlier, equivalent or inconclusive.
     """
     samples = Samples(runs) if samples is None else samples
     # A twin on each Node.js the control runs on (node-http-aa@node22 repeats node-http@node22); the pipeline's
@@ -256,9 +277,10 @@ def add_noise_floor(
             out[col] = np.where(merged[col].notna(), merged[col], out[col])
         out["noise_floor_log"] = widest
     out["noise_floor"] = outcomes.relative(out["noise_floor_log"])
+    out["twin_off"] = ((out["aa_cost_lo"] > 1) | (out["aa_cost_hi"] < 1)).to_numpy(dtype=bool)
     out["equivalence_margin"] = float(margin)
     for name in BASELINES.values():
-        decided = outcomes.decide(out[f"cost_{name}_lo"], out[f"cost_{name}_hi"], out["noise_floor_log"], margin)
+        decided = outcomes.decide(out[f"cost_{name}_lo"], out[f"cost_{name}_hi"], margin)
         out[f"outcome_{name}"] = pd.Series(decided, index=out.index, dtype=object)
     return out
 
@@ -324,7 +346,7 @@ def compute_metrics(runs: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN)
     samples = Samples(runs)
     cells = cell_table(runs, samples)
     cells = add_ratios(cells, runs, samples)
-    cells = add_noise_floor(cells, runs, samples, margin)
+    cells = add_noise_floor(cells, runs, samples, margin).copy()  # one block again after the columns added one by one
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
     cells = pd.concat([cells, verdict(cells)], axis=1)
@@ -333,6 +355,7 @@ def compute_metrics(runs: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN)
         cells.astype({c: "category" for c in labels} | {"connections": "int64", "rounds": "int64"})
         .sort_values(["workload", "connections", "server"], kind="stable")
         .reset_index(drop=True)
+        .copy()  # consolidated: the columns were added a few at a time
     )
 
 

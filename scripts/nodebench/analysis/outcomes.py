@@ -1,23 +1,22 @@
 """What a paired comparison says, decided from its interval on a log scale: one of four words.
 
 A ratio r of two servers' figures is compared on log(r), where a ratio and its inverse
-are the same distance from 1 (0.80 and 1.25). The A/A control's own ratio says how far
-two identical servers measured side by side came apart on this machine, in this run: the
-*floor* is |log| of its median over rounds, the offset that the design itself puts
-between two names of one server. Not the reach of its interval: the noise of one round is
-already inside every comparison's own interval, and counting it twice left a 10 %
-difference found in 8 % of simulated campaigns of 5 rounds instead of 51 %, while the
-median floor keeps false "different" calls at 1.3 % (tests/simulate.py,
-tests/unit/test_simulation.py). Then, for a comparison's interval [lo, hi]:
+are the same distance from 1 (0.80 and 1.25). For a comparison's interval [lo, hi]:
 
-- **cheaper** / **costlier**: the whole interval is below / above 1 and beyond the
-  floor (log hi < -floor, or log lo > floor);
+- **cheaper** / **costlier**: the whole interval is below / above 1;
 - **equivalent within +-m**: the whole interval lies inside [1/(1+m), 1+m], m declared in
   config before the data (`equivalence_margin`). Both one-sided tests of TOST at once: an
   interval of coverage c gives each side at least (1+c)/2;
 - **inconclusive**: anything else. The data could not decide; that is not "the same".
 
 No interval (one round) decides nothing: the outcome is missing, not inconclusive.
+
+The A/A control's twin is no margin here. Its median offset, used as a floor until
+2026-12-04, was itself a random draw (2.7 % on average at 5 rounds, sd 2.4 %) that halved
+the power at a true 5 % difference while removing no bias, and it was applied to
+comparisons against express, about which the node-http twin says nothing. The twin is a
+check of the design instead: its own ratio and interval are reported per cell, and a cell
+whose twin interval excludes 1 is flagged (metrics.add_noise_floor, `twin_off`).
 """
 
 import numpy as np
@@ -41,11 +40,9 @@ def relative(log_value) -> np.ndarray:
     return np.expm1(np.asarray(log_value, dtype=float))
 
 
-def decide(lo, hi, floor, margin: float = DEFAULT_MARGIN) -> np.ndarray:
-    """Per comparison, its outcome (OUTCOMES) from its interval [lo, hi] of a ratio and the log floor (NaN: no
-    A/A control, so only 1 itself is the line); None where there is no interval."""
+def decide(lo, hi, margin: float = DEFAULT_MARGIN) -> np.ndarray:
+    """Per comparison, its outcome (OUTCOMES) from its interval [lo, hi] of a ratio; None where there is no interval."""
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
-    floor = np.nan_to_num(np.asarray(floor, dtype=float), nan=0.0) * np.ones_like(lo)
     bound = np.log1p(margin)
     out = np.full(lo.shape, None, dtype=object)
     known = ~(np.isnan(lo) | np.isnan(hi))
@@ -53,8 +50,8 @@ def decide(lo, hi, floor, margin: float = DEFAULT_MARGIN) -> np.ndarray:
         llo, lhi = np.log(lo), np.log(hi)
     out[known] = INCONCLUSIVE
     out[known & (llo >= -bound) & (lhi <= bound)] = EQUIVALENT
-    out[known & (lhi < 0) & (lhi < -floor)] = CHEAPER
-    out[known & (llo > 0) & (llo > floor)] = COSTLIER
+    out[known & (lhi < 0)] = CHEAPER
+    out[known & (llo > 0)] = COSTLIER
     return out
 
 

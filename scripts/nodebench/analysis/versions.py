@@ -115,9 +115,7 @@ def table(
     out["interval"] = [intervals.describe(int(n)) for n in out["pairs"]]
     out["noise_floor"] = outcomes.relative(out["noise_floor_log"])
     out["equivalence_margin"] = float(margin)
-    out["outcome"] = pd.Series(
-        outcomes.decide(out["ratio_lo"], out["ratio_hi"], out["noise_floor_log"], margin), index=out.index, dtype=object
-    )
+    out["outcome"] = pd.Series(outcomes.decide(out["ratio_lo"], out["ratio_hi"], margin), index=out.index, dtype=object)
     out = out.astype({"workload": str, "client": str, "stop": str})
     return (
         out[COLUMNS]
@@ -186,7 +184,7 @@ def sentences(t: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN) -> list[
             n = int(spoiled["preempted_runs"].sum() + spoiled["preempted_runs_compared"].sum())
             caveats.append(
                 f"{len(spoiled)} of these {len(rows)} comparisons {'includes' if len(spoiled) == 1 else 'include'} "
-                f"runs flagged as preempted ({n} run{'' if n == 1 else 's'}): read them with care"
+                f"runs still disturbed after being measured again ({n} run{'' if n == 1 else 's'}): read them with care"
             )
         apart = rows[rows["pair_gap_min"] > FAR_APART_MIN]
         if len(apart):

@@ -195,7 +195,8 @@ def cost_ratio(metrics: pd.DataFrame) -> alt.HConcatChart | alt.Chart:
         "lower is better)",
         "Points: per round, this server's CPU per request over the baseline's in the same round, median over "
         f"the rounds; {whiskers(methods)}.",
-        "Grey band: the A/A noise floor (the control against its twin); triangles: not server-bound.",
+        "Grey band: how far the A/A twin came from its control (a check of the design, not a margin); "
+        "triangles: not server-bound.",
     )
     if not present:
         return _nothing("Neither express nor node-http was measured: no ratio to draw.", title)

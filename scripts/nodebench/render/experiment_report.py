@@ -441,8 +441,9 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         "Each ratio pairs a run with its partner's run of the same cell and round; the figure is the median over "
         "rounds, in brackets the order-statistic interval for it "
         f"({'; '.join(sorted(set(t['interval'].astype(str))))}). Below 1: the upgrade costs less CPU per request. "
-        "*Beyond noise*: the whole interval lies beyond 1 ± the A/A noise floor of that workload (the control "
-        "measured twice per round on the pipeline's Node.js). The load generator runs on the pipeline's Node.js "
+        "*Beyond noise*: the whole interval lies beyond 1 (the A/A twin, the control measured twice per round on "
+        "the pipeline's Node.js, is reported as a check, not used as a margin). The load generator runs on the "
+        "pipeline's Node.js "
         f"({', '.join(sorted(runs['client_node_version'].dropna().astype(str).unique())) or 'n/a'}) throughout.",
         "",
         "Binaries: "
@@ -473,8 +474,8 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         parts += [
             "",
             "Each ratio's outcome (cheaper, costlier, equivalent within the margin, or inconclusive) is decided from "
-            "its interval against the A/A noise floor. ‡ k/m: k of this cell's runs and m of Node.js "
-            f"{ref}'s were flagged as preempted (the server's CPU was taken from it in the window).",
+            "its interval against 1 and the declared margin. ‡ k/m: k of this cell's runs and m of Node.js "
+            f"{ref}'s were flagged as disturbed (the server's CPU was taken from it in the window).",
         ]
     changes = t[t["kind"] == "major"]
     if len(changes):
@@ -483,7 +484,7 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             "### Framework majors on the same Node.js",
             "",
             "| change | Node.js | workload | conn | us/req old | us/req new | new / old [interval] | req/s new / old "
-            "| noise floor | outcome | preempted runs new / old | pairs apart (median / largest) |",
+            "| noise floor | outcome | disturbed runs new / old | pairs apart (median / largest) |",
             "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
         ]
         for r in changes.itertuples():
@@ -535,18 +536,18 @@ def ab_sections(t: pd.DataFrame, look: dict | None) -> list[str]:
         out += ["", looks.sentence(look)]
     for r in t.itertuples():
         if r.preempted_rounds:
-            clean = f"{r.ratio_unpreempted:.3f}x over {r.pairs_unpreempted} rounds" if r.pairs_unpreempted else "none"
+            what = f"{r.workload} c{r.connections}: {r.preempted_rounds} of {r.pairs} rounds had a run still disturbed"
+            if not r.pairs_unpreempted:
+                out += ["", f"{what}; the answer cannot be checked without them: no round without a disturbed run."]
+                continue
             flag = (
-                "**more than half the interval's width away: preemption changed this answer; rerun on a quieter "
-                "machine**"
+                "**more than half the interval's width away: the disturbance changed this answer; rerun on a "
+                "quieter machine**"
                 if r.preemption_matters
                 else "within half the interval's width"
             )
-            out += [
-                "",
-                f"{r.workload} c{r.connections}: {r.preempted_rounds} of {r.pairs} rounds had a run flagged as "
-                f"preempted; without them the ratio is {clean}, {flag}.",
-            ]
+            clean = f"{r.ratio_unpreempted:.3f}x over {r.pairs_unpreempted} rounds"
+            out += ["", f"{what}; without them the ratio is {clean}, {flag}."]
     for r in t.itertuples():
         if r.cross_session:
             out += [

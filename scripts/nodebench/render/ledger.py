@@ -73,8 +73,9 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
                 f"**{C.NOT_REPRODUCED}**: the whole interval outside it (the reason says whether it lies on the "
                 f"published side of no effect or the opposite one). **{C.INCONCLUSIVE}**: the interval holds both "
                 f"the claim and its negation, or there is no interval: the data cannot decide, which is not a "
-                f"refutation. **{C.INVALID}**: most rounds had a preempted run, or a cell below its ceiling where "
-                f"the claim is about the framework at its ceiling, or runs without the figure it reads. "
+                f"refutation. **{C.INVALID}**: most rounds had a cell below its ceiling where the claim is about the "
+                f"framework at its ceiling, or runs without the figure it reads (a disturbed run is measured again, "
+                f"and kept, never a reason to leave a round out). "
                 f"**{C.UNTESTABLE}** and **{C.PENDING}** say why.",
                 "Published figures are from other machines; only ratios and shapes transfer, so most claims are "
                 "compared as ratios measured in one run, paired in time. The conditions under each figure say what "

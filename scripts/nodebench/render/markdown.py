@@ -46,7 +46,10 @@ PROVENANCE = [
 #: Every column of the runs the summary and the index page read: the provenance, and what
 #: it takes to name the pairs of runs that different Snakemake sessions measured.
 RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "round", "session", "server_startup_ms",
-               "rss_peak_mb", "heap_used_peak_mb"]  # fmt: skip
+               "rss_peak_mb", "heap_used_peak_mb", "disturbed", "preempted", "measurement_count"]  # fmt: skip
+#: A report leads with "this machine was too noisy" when more than this share of its runs were still disturbed
+#: after being measured again (harness/remeasure.py).
+TOO_NOISY_SHARE = 0.10
 #: The baselines in the order the answer names them: the framework everyone knows, then bare node:http.
 ANSWER_BASELINES = ["express", "node-http"]
 #: What each saturation verdict means (metrics' saturation column). Verdicts not listed are shown as they are.
@@ -158,12 +161,18 @@ def workload_answer(label: str, cells: pd.DataFrame) -> str:
             if n >= 2
             else "one round each, so no interval and no outcome"
         )
-    floor = cells["noise_floor"].dropna() if "noise_floor" in cells else pd.Series(dtype=float)
-    if len(floor):
-        f = floor.iloc[0]
-        tail.append(f"A/A noise floor {_percent(f)} on a log scale (between {1 / (1 + f):.2f}x and {1 + f:.2f}x)")
+    twin = cells.dropna(subset=["aa_cost"]) if "aa_cost" in cells else cells.iloc[0:0]
+    if len(twin):
+        t = twin.iloc[0]
+        span = f" [{t.aa_cost_lo:.3f}x-{t.aa_cost_hi:.3f}x]" if pd.notna(t.aa_cost_lo) else ""
+        off = (
+            ": its interval excludes 1, so the design is off here (**twin off**)"
+            if bool(getattr(t, "twin_off", False))
+            else ""
+        )
+        tail.append(f"the A/A twin against its control {t.aa_cost:.3f}x{span}, a check of the design{off}")
     else:
-        tail.append("no A/A control, so no noise floor")
+        tail.append("no A/A control, so no check of the design")
     missing = [b for b in ANSWER_BASELINES if b not in present]
     tail += [f"{b} was not measured, so there are no ratios against it" for b in missing]
     return f"{label}: " + "; ".join([*clauses, *tail]) + "."
@@ -227,7 +236,40 @@ def machine_state(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
         sessions = runs["session"].dropna().nunique()
         when += f" in {sessions} Snakemake session{'s' if sessions != 1 else ''}"
     parts.append(when)
+    if disturbance := disturbance_line(runs):
+        parts.append(disturbance)
     return "**Machine state**: " + "; ".join(parts) + "."
+
+
+def disturbance_counts(runs: pd.DataFrame) -> tuple[int, int, int]:
+    """(runs, runs measured again for a disturbance, runs still disturbed and kept)."""
+    from nodebench.analysis.metrics import flagged
+
+    again = int((runs["measurement_count"].fillna(1) > 1).sum()) if "measurement_count" in runs else 0
+    return len(runs), again, int(flagged(runs).sum())
+
+
+def disturbance_line(runs: pd.DataFrame) -> str:
+    """How many runs were measured again because another task took the server's CPU, and how many stayed disturbed."""
+    n, again, still = disturbance_counts(runs)
+    if "measurement_count" not in runs and "disturbed" not in runs:
+        return ""
+    return (
+        f"{again} of {n} runs measured again because another task or the hypervisor took the server's CPU, "
+        f"{still} still disturbed after that (kept and flagged, never dropped)"
+    )
+
+
+def too_noisy(runs: pd.DataFrame) -> str:
+    """The warning a report leads with when too many runs stayed disturbed; empty otherwise."""
+    n, again, still = disturbance_counts(runs)
+    if not n or still <= TOO_NOISY_SHARE * n:
+        return ""
+    return (
+        f"**This machine was too noisy for the stated precision**: {still} of {n} runs were still disturbed after "
+        f"being measured again (more than {TOO_NOISY_SHARE:.0%}); their CPU per request includes time other tasks "
+        "took. Rerun on a quieter machine, or read the on-CPU figures, which a disturbance moves far less."
+    )
 
 
 def machine_line(runs: pd.DataFrame) -> str:
@@ -297,8 +339,8 @@ def comparisons(metrics: pd.DataFrame, look: dict | None = None) -> str:
     )
     parts = [
         f"Outcomes of the {len(decided)} cost ratios with an interval: {tally}. Cheaper or costlier means the whole "
-        "interval lies beyond 1 and beyond the A/A noise floor (on a log scale); equivalent means it lies inside the "
-        f"margin of ±{margin * 100:.0f} % declared in config before the data; anything else is inconclusive, which "
+        "interval lies beyond 1 (no A/A margin: the twin is a check of the design); equivalent means it lies inside "
+        f"the margin of ±{margin * 100:.0f} % declared in config before the data; anything else is inconclusive, which "
         "means not shown either way, not the same",
         outcomes.family(covers if look is None else [look["coverage_under_stopping"]] * len(covers)),
     ]
@@ -316,8 +358,9 @@ def comparisons(metrics: pd.DataFrame, look: dict | None = None) -> str:
 
 
 def _preemption(mine: dict, names: dict) -> str:
-    """Whether leaving out the rounds with a preempted run moves any headline ratio by more than half its interval."""
-    moved, decided = [], 0
+    """Whether leaving out the rounds with a disturbed run moves any headline ratio by more than half its interval,
+    and which ratios cannot be checked because every one of their rounds had one."""
+    moved, unchecked, decided = [], [], 0
     for n, b in names.items():
         col = f"preemption_matters_{n}"
         if col not in mine[n]:
@@ -329,24 +372,38 @@ def _preemption(mine: dict, names: dict) -> str:
             f"{getattr(r, f'cost_{n}_unpreempted'):.2f}x without)"
             for r in rows[rows[col].fillna(False).astype(bool)].itertuples()
         ]
+        unchecked += [
+            f"{r.workload}/{r.server} c{r.connections} against {b}"
+            for r in rows[rows[f"cost_{n}_unpreempted"].isna()].itertuples()
+        ]
     if not decided:
-        return "no ratio could be checked without its preempted runs"
-    if not moved:
-        return (
-            "leaving out the rounds in which either run was flagged as preempted moves none of these ratios by more "
-            "than half its interval"
+        return "no ratio could be checked without its disturbed runs"
+    parts = []
+    if unchecked:
+        shown = ", ".join(unchecked[:6]) + (f" and {len(unchecked) - 6} more" if len(unchecked) > 6 else "")
+        parts.append(f"**{len(unchecked)} of the {decided} ratios cannot be checked: no round without a disturbed "
+                     f"run** ({shown})")  # fmt: skip
+    if moved:
+        shown = ", ".join(moved[:6]) + (f" and {len(moved) - 6} more" if len(moved) > 6 else "")
+        parts.append(
+            f"**leaving out the rounds with a disturbed run moves {len(moved)} of the {decided} ratios by more than "
+            f"half their interval**: {shown}; read those with care"
         )
-    shown = ", ".join(moved[:6]) + (f" and {len(moved) - 6} more" if len(moved) > 6 else "")
-    return (
-        f"**leaving out the rounds with a preempted run moves {len(moved)} of the {decided} ratios by more than half "
-        f"their interval**: {shown}; read those with care"
-    )
+    elif len(unchecked) < decided:
+        which = "these ratios" if not unchecked else "the others"
+        parts.append(
+            f"leaving out the rounds in which either run was still disturbed after it was measured again moves none "
+            f"of {which} by more than half its interval"
+        )
+    return "; ".join(parts)
 
 
 def opening(runs: pd.DataFrame, metrics: pd.DataFrame, look: dict | None = None) -> list[Block]:
     """What the report leads with: the answer per workload, the machine's state, its provenance, warnings; and
     with adaptive rounds (look), where they stopped."""
+    noisy = too_noisy(runs)
     blocks: list[Block] = [
+        *([Para(noisy, "warning")] if noisy else []),
         Items(answer(metrics)),
         Para(comparisons(metrics, look)),
         *([Para(looks.sentence(look))] if look else []),
@@ -367,7 +424,9 @@ def _flags(r, cross: int) -> list[str]:
         out.append("noisy")
     preempted = getattr(r, "preempted_runs", 0)
     if pd.notna(preempted) and preempted > 0:
-        out.append(f"preempted ({int(preempted)} run{'s' if preempted > 1 else ''})")
+        out.append(f"disturbed ({int(preempted)} run{'s' if preempted > 1 else ''})")
+    if bool(getattr(r, "twin_off", False)):
+        out.append("twin off")
     if cross > 0:
         out.append("cross-session")
     mixed = (getattr(r, f"mixed_cpu_models_{n}", False) for n in BASELINES.values())
@@ -480,10 +539,16 @@ def key(metrics: pd.DataFrame) -> list[str]:
             f"**noisy**: the runs' req/s or CPU per request varied by more than {pct(NOISY_CV)} "
             "(coefficient of variation).",
         ),
-        "preempted": (
+        "disturbed": (
             "preempted_runs" in metrics and (metrics["preempted_runs"].fillna(0) > 0).any(),
-            "**preempted (k runs)**: k of the cell's runs were flagged as preempted (the server's CPU was taken "
-            "by something else during the window).",
+            "**disturbed (k runs)**: k of the cell's runs lost more of their window to other tasks on the server's "
+            "CPU (or to the hypervisor) than the threshold, still after being measured again; they are kept.",
+        ),
+        "twin off": (
+            "twin_off" in metrics and metrics["twin_off"].fillna(False).astype(bool).any(),
+            "**twin off**: in this cell's peer group the A/A twin's interval excludes 1: two names of one server, "
+            "measured side by side, came apart beyond their own noise, so the design (order, pairing, the machine) "
+            "is off there; read its comparisons with care.",
         ),
         "cross-session": (
             (cross > 0).any(),
@@ -504,8 +569,9 @@ def key(metrics: pd.DataFrame) -> list[str]:
     if control:
         items.append(
             f"**(A/A twin)**: {twins(metrics)[0]} is {control} measured a second time in every round, from the "
-            f"same file under another name; its ratio to {control} is the noise floor (how far two identical "
-            "servers differed on this machine in this run). It is not ranked."
+            f"same file under another name; its ratio to {control}, with its interval, checks the design (two names "
+            "of one server, measured side by side, should not differ): a peer group whose twin interval excludes 1 "
+            "is flagged **twin off**. It is a check, not a margin, and it is not ranked."
         )
     present = list(dict.fromkeys(metrics["saturation"].astype(str)))
     known = [v for v in VERDICTS if v in present] + [v for v in present if v not in VERDICTS]
@@ -662,7 +728,7 @@ def score_table(scores: pd.DataFrame) -> Table:
         for r in scores.itertuples()
     ]
     columns = ["server", "score (node-http = 100, higher is cheaper)", "interval", "workloads", "server-bound cells",
-               "without preempted runs"]  # fmt: skip
+               "without disturbed runs"]  # fmt: skip
     return Table(columns, rows, "lrlrrr")
 
 
@@ -711,8 +777,8 @@ def body(
                 "event-loop CPU per request; connection counts averaged within a workload first): node-http = 100, "
                 "higher is cheaper. It is taken per round, from each cell's ratio of that round, and given as the "
                 "median over rounds with its order-statistic interval. A score over cells that are not all "
-                "server-bound also measures the client or the database; *without preempted runs* is the same score "
-                "over the rounds in which none of the server's pairs had a preempted run, **moved** where that lies "
+                "server-bound also measures the client or the database; *without disturbed runs* is the same score "
+                "over the rounds in which none of the server's pairs had a disturbed run, **moved** where that lies "
                 "more than half the interval away. The A/A twin is not ranked."
             ),
             score_table(scores),

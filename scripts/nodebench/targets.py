@@ -22,6 +22,11 @@ TABLE = "data/{scope}/{table}.parquet"
 SUMMARY = "reports/{scope}/summary.md"
 PAGE = "reports/{scope}/index.html"
 MANIFEST = "reports/{scope}/all"
+#: A scope's results to take away (nodebench.analysis.results): the answer as CSV and as JSON with its provenance.
+RESULTS_CSV = "reports/{scope}/results.csv"
+RESULTS_JSON = "reports/{scope}/results.json"
+#: The A/B target's check against config's ab.fail_above, written only when it passes.
+AB_CHECK = "reports/{scope}/threshold-check.txt"
 CHART = "reports/{scope}/charts/{chart}.{ext}"
 DATABASE_INFO = "data/database/database.json"
 TEMPLATE = "data/database/template"
@@ -480,6 +485,9 @@ class Targets:
             *self.summary_inputs(scope).values(),
             SUMMARY.format(scope=scope),
             PAGE.format(scope=scope),
+            RESULTS_CSV.format(scope=scope),
+            RESULTS_JSON.format(scope=scope),
+            *([AB_CHECK.format(scope=scope)] if self.is_ab(scope) else []),
             *self.chart_files(scope),
         ]
 

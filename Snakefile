@@ -1,4 +1,5 @@
 import gc
+import sys
 
 from snakemake.utils import min_version
 
@@ -8,6 +9,13 @@ from snakemake.utils import min_version
 gc.freeze()
 
 min_version("9.0")
+
+# A configuration file that is not YAML, named with its line (Snakemake's own message names neither).
+sys.path.insert(0, f"{workflow.basedir}/scripts")
+from nodebench.configcheck import yaml_problems  # noqa: E402
+
+if _problems := yaml_problems("config.yaml", "experiments.yaml"):
+    raise WorkflowError("\n".join(_problems))
 
 
 configfile: "config.yaml"

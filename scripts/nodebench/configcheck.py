@@ -1,13 +1,15 @@
 """What is wrong with a configuration, before any job runs: every problem at once, each naming its key.
 
-The schema (workflow/schemas/config.schema.yaml) has already checked types and spelling;
-these are the checks a schema cannot make: names that must exist as files or catalogue
-entries, stopping rules a client cannot do, names that would clash. The workflow raises
-one error listing them all (workflow/rules/common.smk); the tests call `problems` directly.
+First the files' YAML (yaml_problems), then the schema (workflow/schemas/config.schema.yaml: types,
+spelling, bounds; schema_problems, one line per problem), then the checks a schema cannot make:
+names that must exist as files or catalogue entries, stopping rules a client cannot do, names
+that would clash, looks out of order, a DSN libpq cannot read. The workflow raises one error
+listing them all (workflow/rules/common.smk); the tests call `problems` directly.
 """
 
+import difflib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import yaml
@@ -40,43 +42,124 @@ def renamed_keys(config: dict) -> list[str]:
     return [f"config key '{where}{k}' is now called '{RENAMED_KEYS[k]}': rename it" for k, where in found]
 
 
-def typed_from_command_line(config: dict) -> None:
-    """Numbers given on the command line inside a mapping (--config ab='{duration_s: 2}') arrive as text: read
-    them as YAML scalars, in place, so that the schema sees numbers. Only in `ab` and `adaptive`."""
+def typed_from_command_line(config: dict, given=None) -> None:
+    """Values given with --config mean what they would mean in config.yaml, in place.
+
+    Snakemake reads a --config value that is not a plain number with YAML's BaseLoader, so every scalar inside
+    a mapping or list arrives as text (workloads='{empty: {connections: [50]}}' gives ['50']), and so does a
+    top-level null or true. Each such text, where `given` (the command line's values; all of config when
+    None) put it, is read again as a YAML scalar: a number, a boolean or null; any other text stays text."""
 
     def typed(value):
+        if isinstance(value, dict):
+            return {k: typed(v) for k, v in value.items()}
         if isinstance(value, list):
             return [typed(v) for v in value]
-        if isinstance(value, str) and re.fullmatch(r"-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?", value):
-            return yaml.safe_load(value)
+        if isinstance(value, str) and value.strip():
+            try:
+                scalar = yaml.safe_load(value)
+            except yaml.YAMLError:
+                return value
+            if scalar is None or isinstance(scalar, (bool, int, float)):
+                return scalar
         return value
 
-    for key in ("ab", "adaptive"):
-        if isinstance(config.get(key), str) and config[key].strip() in ("null", "~", "none", "None", ""):
-            config[key] = None  # --config adaptive=null: off, as config.yaml writes it
-        if isinstance(config.get(key), dict):
-            config[key] = {k: typed(v) for k, v in config[key].items()}
+    def walk(target: dict, source) -> None:
+        for key, value in source.items():
+            if key not in target:
+                continue
+            if isinstance(value, Mapping) and isinstance(target[key], dict):
+                walk(target[key], value)
+            else:
+                target[key] = typed(target[key])
+
+    walk(config, config if given is None else given)
 
 
-def section_problems(config: dict, schema: dict) -> list[str]:
-    """`ab` and `adaptive` (top level and each experiment's) checked against their own definitions, so that a bad
-    value is named by its key ('ab.half_width') rather than as a mapping 'not valid under any of the given
-    schemas'."""
+#: Where the schema lives, for messages.
+SCHEMA_FILE = "workflow/schemas/config.schema.yaml"
+
+
+def _where(path) -> str:
+    """A key's place as config.yaml spells it: ab.looks[0]."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+
+
+def _short(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 4] + " ..."
+
+
+def _branch(error):
+    """Of a oneOf/anyOf error, the errors of the one branch whose type the value has; None when not just one."""
+    branches: dict = {}
+    for sub in error.context:
+        branches.setdefault(sub.relative_schema_path[0], []).append(sub)
+    fitting = [
+        errors
+        for errors in branches.values()
+        if not any(e.validator == "type" and len(e.absolute_path) == len(error.absolute_path) for e in errors)
+    ]
+    return fitting[0] if len(fitting) == 1 else None
+
+
+RULES = {
+    "minimum": "at least {}",
+    "maximum": "at most {}",
+    "exclusiveMinimum": "above {}",
+    "exclusiveMaximum": "below {}",
+    "minItems": "a list of at least {} item(s)",
+    "maxItems": "a list of at most {} item(s)",
+    "minLength": "at least {} character(s)",
+    "minProperties": "a mapping of at least {} entry(ies)",
+    "pattern": "text matching {}",
+}
+
+
+def _described(error) -> list[str]:
+    """One line per problem of one schema error: the key, its value, and the rule it breaks."""
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        branch = _branch(error)
+        if branch:
+            return [line for sub in branch for line in _described(sub)]
+    path, value, rule = list(error.absolute_path), error.instance, error.validator_value
+    key = f"config key '{_where(path)}'" if path else "config"
+    if "propertyNames" in error.absolute_schema_path:
+        key = f"{key} has a name that"
+    if error.validator == "additionalProperties" and isinstance(value, dict):
+        known = list(error.schema.get("properties", {}))
+        lines = []
+        for extra in [k for k in value if k not in known]:
+            close = difflib.get_close_matches(str(extra), known, n=1, cutoff=0.6)
+            hint = f"did you mean '{_where([*path, close[0]])}'?" if close else f"valid keys: {', '.join(known)}"
+            lines.append(f"config key '{_where([*path, extra])}' (= {_short(value[extra])}) is unknown; {hint}")
+        return lines
+    if error.validator == "required":
+        missing = [k for k in rule if isinstance(value, dict) and k not in value]
+        return [f"{key} lacks {', '.join(map(repr, missing))}, which it needs"]
+    if error.validator == "type":
+        types = rule if isinstance(rule, list) else [rule]
+        return [f"{key} is {_short(value)}: must be of type {' or '.join(types)}"]
+    if error.validator == "enum":
+        return [f"{key} is {_short(value)}: must be one of {', '.join(map(str, rule))}"]
+    if error.validator == "uniqueItems":
+        return [f"{key} is {_short(value)}: must not name an item twice"]
+    if error.validator in RULES:
+        return [f"{key} is {_short(value)}: must be {RULES[error.validator].format(rule)}"]
+    if error.validator in ("oneOf", "anyOf"):
+        return [f"{key} is {_short(value)}: fits none of the forms {SCHEMA_FILE} allows there"]
+    message = error.message if len(error.message) <= 160 else error.message[:156] + " ..."
+    return [f"{key} is {_short(value)}: {message}"]
+
+
+def schema_problems(config: dict, schema: dict) -> list[str]:
+    """Every way config breaks the schema, one line each naming the key, its value and the rule (for an unknown
+    key, the nearest valid one), in the order of the keys: in place of Snakemake's validate() message, which
+    prints the whole schema and the whole config for the first problem only."""
     import jsonschema
 
-    found = []
-    sections = [("ab", config.get("ab"), "ab"), ("adaptive", config.get("adaptive"), "adaptive")]
-    for name, experiment in (config.get("experiments") or {}).items():
-        if isinstance(experiment, dict) and experiment.get("adaptive") is not None:
-            sections.append((f"experiments.{name}.adaptive", experiment["adaptive"], "adaptive"))
-    for where, value, definition in sections:
-        if value is None:
-            continue
-        validator = jsonschema.Draft202012Validator({**schema["$defs"][definition], "$defs": schema["$defs"]})
-        for error in sorted(validator.iter_errors(value), key=lambda e: list(e.absolute_path)):
-            path = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-            found.append(f"config key '{where}{path}': {error.message}")
-    return found
+    validator = jsonschema.Draft202012Validator(schema)
+    return sorted({line for error in validator.iter_errors(config) for line in _described(error)})
 
 
 def available_servers(servers_dir: Path) -> list[str]:
@@ -211,6 +294,39 @@ def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
         yield f"config keys 'ab.client'/'ab.duration_s': {'; '.join(bad)}"
 
 
+def _looks(config: dict) -> Iterator[str]:
+    """Looks are declared in the order they are made, the last being the cap: [10, 5] is a mistake, not [5, 10]."""
+    found = [
+        ("adaptive.looks", (config.get("adaptive") or {}).get("looks")),
+        ("ab.looks", (config.get("ab") or {}).get("looks")),
+    ]
+    for name, experiment in (config.get("experiments") or {}).items():
+        found.append((f"experiments.{name}.adaptive.looks", ((experiment or {}).get("adaptive") or {}).get("looks")))
+    for where, looks in found:
+        if looks and list(looks) != sorted(looks):
+            yield (
+                f"config key '{where}' is {looks}: looks go in ascending order, the last being the cap "
+                f"({sorted(looks)})"
+            )
+
+
+def _dsn(config: dict) -> Iterator[str]:
+    """A DSN that libpq cannot read, named by its key rather than by psycopg's traceback at the first job."""
+    dsn = config["database"].get("dsn")
+    if not dsn:
+        return
+    from psycopg import conninfo
+
+    try:
+        conninfo.conninfo_to_dict(dsn)
+    except Exception as e:  # psycopg.ProgrammingError, by any name it may raise
+        yield (
+            f"config key 'database.dsn' is not a libpq connection string ({str(e).strip()}); write it as "
+            "'host=localhost dbname=bench user=me' or 'postgresql://me@localhost/bench', or empty for the embedded "
+            "PostgreSQL"
+        )
+
+
 def _pool(config: dict) -> Iterator[str]:
     """The embedded server must accept every pool connection plus the harness's own."""
     limit = int(config["database"].get("settings", {}).get("max_connections", 100))
@@ -229,7 +345,26 @@ def problems(config: dict, servers_dir: Path) -> list[str]:
         *_experiments(config, servers_dir, available),
         *_ab(config, servers_dir, available),
         *_pool(config),
+        *_looks(config),
+        *_dsn(config),
     ]
+
+
+def yaml_problems(*paths) -> list[str]:
+    """Each configuration file that is not YAML, named with its line and column (Snakemake's own message names
+    neither the file nor the line); empty when all read."""
+    found = []
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as f:
+                yaml.load(f, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            where = f"{path}, line {mark.line + 1}, column {mark.column + 1}" if mark else str(path)
+            found.append(f"{where}: {' '.join(filter(None, [e.context, e.problem]))}")
+        except (OSError, yaml.YAMLError) as e:
+            found.append(f"{path}: {e}")
+    return found
 
 
 def warnings(config: dict) -> list[str]:

@@ -6,12 +6,14 @@ it, or one experiment. Each path is spelt once, here; a pattern's wildcards are 
 named as the config, the records and the tables name them (`round`, `client`, `scope`).
 """
 
+import difflib
 import json
 import os
+import re
 import time
 
 from nodebench import claimfile, codegraph, plan
-from nodebench.catalogue.clients import CLIENTS
+from nodebench.catalogue.clients import CLIENTS, Stop
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
 
@@ -494,3 +496,105 @@ class Targets:
     def manifests(self) -> list[str]:
         """Every scope's manifest: reports/all for the whole matrix, reports/<scope>/all for the others."""
         return ["reports/all", *(MANIFEST.format(scope=s) for s in self.scopes)]
+
+    def planned_records(self, scopes, claim_records=None) -> list[str]:
+        """The run records the scopes' reports read (an adaptive block's at its cap; 'claims': claim_records's),
+        each once: what measuring them may take is known before any job runs."""
+        found = []
+        for scope in scopes:
+            if scope == "claims":
+                found += [r for paths in (claim_records or {}).values() for r in paths]
+                continue
+            owner = self._owner(self.block_of(scope))
+            main = owner == plan.MAIN_BLOCK
+            cap = plan.main_rounds(self.config) if main else plan.experiment_rounds(self.config, owner)
+            found += self._records(scope, cap)
+            if self.reference_runs(scope):
+                found += self._records(FRAMEWORK_ONLY, cap)
+        return list(dict.fromkeys(found))
+
+
+# --- Before any job: the targets asked for, and how long their measurements take -------------
+#: A report target as the command line spells it: reports/<scope>/all, or a file under reports/<scope>/.
+REPORT_TARGET = re.compile(r"reports/([^/.]+)(/.*)?")
+#: A measurement job's time beyond its warm-up and window, seconds: harness_overhead_s averaged 0.88 s over the
+#: default matrix plus about 0.1 s of Snakemake between jobs (docs/performance.md); so estimated, the default
+#: matrix (150 runs of 3 + 5 s) is 22.5 min, and it took 21 min 47 s on 2026-12-03 (README, Targets).
+RUN_OVERHEAD_S = 1.0
+RECORD_STOP = re.compile(r"/[a-z]+-(?P<stop>[^/]+)/r\d+\.json$")
+
+
+def valid_targets(scopes) -> list[str]:
+    """Every report target: the whole matrix's, each scope's, the claims ledger's."""
+    return ["reports/all", *(MANIFEST.format(scope=s) for s in scopes), LEDGER_MANIFEST]
+
+
+def target_of(scope: str) -> str:
+    """A scope's report target as the README writes it: reports/all for the whole matrix."""
+    return "reports/all" if scope == OVERALL else MANIFEST.format(scope=scope)
+
+
+def target_problems(args, scopes) -> list[str]:
+    """Each report target among the command line's arguments that names no scope, with the nearest target, then
+    the list of targets; empty when there is none (other arguments are Snakemake's to judge)."""
+    known = {*scopes, "claims"}
+    valid = valid_targets(scopes)
+    found = []
+    for arg in args:
+        match = REPORT_TARGET.fullmatch(arg)
+        if not match or arg == "reports/all" or (match[1] in known and match[2]):
+            continue
+        if match[1] in known:
+            found.append(f"target '{arg}' is a folder; did you mean '{arg}/all'?")
+            continue
+        near = difflib.get_close_matches(arg, valid, n=1, cutoff=0.6)
+        found.append(f"target '{arg}' names no report; " + (f"did you mean '{near[0]}'?" if near else "see below"))
+    if found:
+        found.append(f"targets: {', '.join(valid)}")
+    return found
+
+
+def requested_scopes(args, scopes) -> list[str]:
+    """The scopes whose reports the command line asks for ('claims' for the ledger); the whole matrix's when
+    it names none (reports/all is the default target)."""
+    known = {*scopes, "claims"}
+    found = [OVERALL if arg == "reports/all" else m[1] for arg in args if (m := REPORT_TARGET.fullmatch(arg))]
+    return list(dict.fromkeys(s for s in found if s in known)) or [OVERALL]
+
+
+def measuring_seconds(records, warmup_s: float) -> float:
+    """How long measuring these run records takes: each run's warm-up, its window (a count's, taken as none) and
+    the job's own time."""
+    total = 0.0
+    for record in records:
+        stop = Stop.parse(RECORD_STOP.search(record)["stop"])
+        total += warmup_s + (stop.value if stop.rule == "duration" else 0.0) + RUN_OVERHEAD_S
+    return total
+
+
+def spoken_duration(seconds: float) -> str:
+    """A duration as a person reads it: 40 s, 23 min, 5.2 h, 174 days."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 48 * 3600:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def estimate(what: str, records, recorded: int, warmup_s: float, max_hours: float, capped=False):
+    """The line that says how long the measurements still to make will take (at most, where an adaptive block is
+    `capped`: planned to its last look), and the problems: one when that is above max_hours, else none."""
+    seconds = measuring_seconds(records, warmup_s)
+    line = (
+        f"{what}: {len(records)} runs to measure ({recorded} already recorded), {'at most ' if capped else ''}about "
+        f"{spoken_duration(seconds)} ({warmup_s:g} s warm-up + the window + ~{RUN_OVERHEAD_S:g} s, each)"
+    )
+    if seconds <= max_hours * 3600:
+        return line, []
+    needed = -(-seconds // 3600)
+    return line, [
+        f"{line}: above config key 'max_hours' ({max_hours:g}); raise it with --config max_hours={needed:.0f}, or "
+        "measure less (rounds, duration_s, warmup_s, fewer targets)"
+    ]

@@ -240,14 +240,15 @@ def test_bad_ab_and_adaptive_values_are_named_by_their_key():
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
     config = {"ab": {"a": "express", "b": "express@node020", "half_width": 0}, "adaptive": {"looks": [1]}}
-    found = configcheck.section_problems(config, schema)
-    assert "config key 'ab.b': 'express@node020' does not match" in found[0]
-    assert any(p.startswith("config key 'ab.half_width': 0 is less than or equal to the minimum of 0") for p in found)
-    assert any(p.startswith("config key 'adaptive': 'half_width' is a required property") for p in found)
-    assert any(p.startswith("config key 'adaptive.looks[0]': 1 is less than the minimum of 2") for p in found)
+    found = [p for p in configcheck.schema_problems(config, schema) if "ab" in p or "adaptive" in p]
+    assert found[0].startswith("config key 'ab.b' is 'express@node020': must be text matching")
+    assert "config key 'ab.half_width' is 0: must be above 0" in found
+    assert "config key 'adaptive' lacks 'half_width', which it needs" in found
+    assert "config key 'adaptive.looks[0]' is 1: must be at least 2" in found
     off = {"ab": "null", "adaptive": "~"}
     configcheck.typed_from_command_line(off)
-    assert off == {"ab": None, "adaptive": None} and configcheck.section_problems(off, schema) == []
+    assert off == {"ab": None, "adaptive": None}
+    assert not [p for p in configcheck.schema_problems(off, schema) if "ab" in p or "adaptive" in p]
 
 
 def test_a_look_sentence_says_what_the_look_found():

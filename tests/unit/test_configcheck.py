@@ -167,3 +167,196 @@ def test_a_key_under_its_old_name_is_named_with_its_new_one():
         "config key 'experiments.x.matrices[0].load_generators' is now called 'clients': rename it",
     ]
     assert configcheck.renamed_keys(shipped()) == []
+
+
+# --- Errors in a few lines (issue 38): each names the key, its value and the rule, every problem at once --------
+
+
+def schema() -> dict:
+    return yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+
+
+def from_command_line(*entries: str) -> dict:
+    """config.yaml and experiments.yaml with --config entries merged as Snakemake merges them, then typed."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load((REPO / "config.yaml").read_text()) | yaml.safe_load(
+        (REPO / "experiments.yaml").read_text()
+    )
+    given = parse_config(list(entries))
+    update_config(config, given)
+    configcheck.typed_from_command_line(config, given)
+    return config
+
+
+def test_an_unknown_key_is_one_line_with_its_value_and_the_nearest_key():
+    found = configcheck.schema_problems(from_command_line("duraton_s=2"), schema())
+    assert found == ["config key 'duraton_s' (= 2) is unknown; did you mean 'duration_s'?"]
+
+
+def test_every_schema_problem_comes_at_once_one_short_line_each():
+    config = from_command_line("duraton_s=2", "ab={a: express4, bb: express}", "rounds=0")
+    found = configcheck.schema_problems(config, schema())
+    assert found == [
+        "config key 'ab.bb' (= 'express') is unknown; did you mean 'ab.b'?",
+        "config key 'duraton_s' (= 2) is unknown; did you mean 'duration_s'?",
+        "config key 'rounds' is 0: must be at least 1",
+    ]
+    assert all(len(line) < 200 for line in found)
+
+
+def test_an_unknown_nested_key_names_its_place():
+    config = from_command_line(
+        "experiments={x: {matrices: [{servers: [fastify], workloads: [empty], clients: [wrk], contrl: fastify}]}}"
+    )
+    assert configcheck.schema_problems(config, schema()) == [
+        "config key 'experiments.x.matrices[0].contrl' (= 'fastify') is unknown; "
+        "did you mean 'experiments.x.matrices[0].control'?"
+    ]
+
+
+def test_a_value_that_fits_one_form_of_several_is_named_by_that_form():
+    found = configcheck.schema_problems(from_command_line("adaptive={looks: [1]}", "node_versions=[19]"), schema())
+    assert found == [
+        "config key 'adaptive' lacks 'half_width', which it needs",
+        "config key 'adaptive.looks[0]' is 1: must be at least 2",
+        "config key 'node_versions[0]' is 19: must be at least 20",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("entry", "key", "value"),
+    [
+        ("workloads={empty: {connections: [50]}}", ("workloads", "empty", "connections"), [50]),
+        ("database={rows: 200000}", ("database", "rows"), 200000),
+        ("database={settings: {max_connections: 40}}", ("database", "settings", "max_connections"), 40),
+        ("remeasure={attempts: 0}", ("remeasure", "attempts"), 0),
+        (
+            "experiments={x: {rounds: 3, matrices: [{servers: [fastify], workloads: [empty], clients: [wrk], "
+            "durations_s: [1.5], connections: [10]}]}}",
+            ("experiments", "x", "matrices", 0, "durations_s"),
+            [1.5],
+        ),
+        ("control=null", ("control",), None),
+        ("allow_shared_cpu=true", ("allow_shared_cpu",), True),
+    ],
+)
+def test_numbers_and_nulls_anywhere_can_be_set_from_the_command_line(entry, key, value):
+    config = from_command_line(entry)
+    found = config
+    for k in key:
+        found = found[k]
+    assert found == value
+    assert configcheck.schema_problems(config, schema()) == []
+
+
+def test_text_from_the_command_line_stays_text():
+    config = from_command_line("round_seed=abc", "database={dsn: 'host=localhost port=5433'}", "node_versions=[system]")
+    assert config["round_seed"] == "abc" and config["node_versions"] == ["system"]
+    assert config["database"]["dsn"] == "host=localhost port=5433"
+
+
+def test_control_null_means_no_control():
+    config = shipped() | {"control": "null"}
+    configcheck.typed_from_command_line(config, {"control": "null"})
+    assert config["control"] is None
+    assert configcheck.problems(config, SERVERS) == []
+
+
+@pytest.mark.parametrize(
+    ("entry", "line"),
+    [
+        ("rounds=100000", "config key 'rounds' is 100000: must be at most 1000"),
+        ("duration_s=1000000", "config key 'duration_s' is 1000000: must be at most 3600"),
+        ("warmup_s=10000", "config key 'warmup_s' is 10000: must be at most 600"),
+        (
+            "workloads={empty: {connections: [20000]}}",
+            "config key 'workloads.empty.connections[0]' is 20000: must be at most 10000",
+        ),
+        ("database={rows: 1000000000}", "config key 'database.rows' is 1000000000: must be at most 10000000"),
+        ("ab={duration_s: 7200}", "config key 'ab.duration_s' is 7200: must be at most 3600"),
+    ],
+)
+def test_sizes_have_upper_bounds_named_with_their_key(entry, line):
+    assert configcheck.schema_problems(from_command_line(entry), schema()) == [line]
+
+
+def test_the_plan_is_estimated_and_refused_above_max_hours():
+    from nodebench import targets
+
+    config = shipped()
+    t = targets.Targets(config)
+    records = t.planned_records([targets.OVERALL])
+    assert len(records) == 150
+    line, problems = targets.estimate("reports/all", records, 0, config["warmup_s"], config["max_hours"])
+    assert line == (
+        "reports/all: 150 runs to measure (0 already recorded), about 22 min (3 s warm-up + the window + ~1 s, each)"
+    )
+    assert problems == []
+
+    long = copy.deepcopy(config) | {"duration_s": 3600}
+    t = targets.Targets(long)
+    records = t.planned_records([targets.OVERALL])
+    _, problems = targets.estimate("reports/all", records, 0, long["warmup_s"], long["max_hours"])
+    (problem,) = problems
+    assert "150 runs to measure (0 already recorded), about 6 days" in problem
+    assert "above config key 'max_hours' (12); raise it with --config max_hours=151" in problem
+
+
+def test_a_workload_target_plans_its_empty_cells_too_and_the_claims_their_records():
+    from nodebench import targets
+
+    t = targets.Targets(shipped())
+    point = t.planned_records(["point-lookup"])
+    assert {r.split("/")[3] for r in point} == {"point-lookup", "empty"}
+    claims = {"overall": ["data/runs/main/empty/express/c50/wrk-5s/r1.json"]}
+    assert t.planned_records(["claims"], claims) == claims["overall"]
+
+
+def test_the_estimate_counts_each_runs_window():
+    from nodebench import targets
+
+    records = ["data/runs/x/empty/express/c50/wrk-10s/r1.json", "data/runs/x/empty/express/c50/ab-1000req/r1.json",
+               "data/runs/x/empty/express/c50/openloop-5s-at50/r1.json"]  # fmt: skip
+    assert targets.measuring_seconds(records, 2) == (2 + 10 + 1) + (2 + 0 + 1) + (2 + 5 + 1)
+
+
+def test_an_unknown_target_gets_the_nearest_one_and_the_list():
+    from nodebench import targets
+
+    scopes = ["overall", "empty", "point-lookup", "list", "stopping-rule"]
+    found = targets.target_problems(["-n", "--cores", "1", "reports/point-lookups/all"], scopes)
+    assert found[0] == "target 'reports/point-lookups/all' names no report; did you mean 'reports/point-lookup/all'?"
+    assert found[1].startswith("targets: reports/all, reports/overall/all, reports/empty/all")
+    assert len(found) == 2
+    assert targets.target_problems(["reports/all", "reports/list/all", "reports/claims/all"], scopes) == []
+    assert targets.target_problems(["--report", "reports/report.html", "reports/empty/summary.md"], scopes) == []
+    assert targets.target_problems(["reports/empty"], scopes)[0] == (
+        "target 'reports/empty' is a folder; did you mean 'reports/empty/all'?"
+    )
+
+
+def test_a_dsn_libpq_cannot_read_is_named_by_its_key():
+    config = copy.deepcopy(shipped())
+    config["database"]["dsn"] = "garbage"
+    (found,) = [p for p in configcheck.problems(config, SERVERS) if "dsn" in p]
+    assert found.startswith("config key 'database.dsn' is not a libpq connection string (missing \"=\" after")
+    config["database"]["dsn"] = "host=localhost dbname=bench"
+    assert configcheck.problems(config, SERVERS) == []
+
+
+def test_looks_out_of_order_are_an_error_not_sorted():
+    config = copy.deepcopy(shipped()) | {"adaptive": {"half_width": 0.03, "looks": [10, 5]}}
+    found = configcheck.problems(config, SERVERS)
+    assert found == [
+        "config key 'adaptive.looks' is [10, 5]: looks go in ascending order, the last being the cap ([5, 10])"
+    ]
+
+
+def test_a_yaml_mistake_names_the_file_and_line(tmp_path):
+    bad = tmp_path / "config.yaml"
+    bad.write_text("servers: [express]\nworkloads:\n  empty:\n connections: [50]\n")
+    (found,) = configcheck.yaml_problems(REPO / "config.yaml", bad)
+    assert found.startswith(f"{bad}, line 4, column 2: ")
+    assert configcheck.yaml_problems(REPO / "config.yaml", REPO / "experiments.yaml") == []

@@ -27,12 +27,13 @@ def stop_on(problems, head=""):
         raise WorkflowError(f"{head}{lines}")
 
 
-# A key under a name it no longer has, then the schema, then every other problem at once.
+# A key under a name it no longer has, then the schema, then every other problem at once, one line each.
 stop_on(configcheck.renamed_keys(config))
-configcheck.typed_from_command_line(config)
+# What --config gave, read as config.yaml would read it (Snakemake leaves text inside a mapping or list).
+configcheck.typed_from_command_line(config, workflow.config_settings.config)
 CONFIG_SCHEMA = str(Path(workflow.basedir, "workflow/schemas/config.schema.yaml"))
 stop_on(
-    configcheck.section_problems(
+    configcheck.schema_problems(
         # libyaml where it is there: 2 ms instead of 16 at every start.
         config,
         yaml.load(
@@ -41,6 +42,7 @@ stop_on(
         ),
     )
 )
+# Valid by now: this only sets the schema's defaults (its own message would print the schema and the config).
 validate(config, CONFIG_SCHEMA)
 stop_on(configcheck.problems(config, Path(workflow.basedir) / "servers"))
 # The A/B target (config's `ab`) is measured as an experiment of its own: reports/ab/all.
@@ -81,6 +83,27 @@ LEDGER_CLAIMS = claimfile.ledger_claims(
 # the workflow has set where adaptive blocks stopped (T.stopped_at).
 LEDGER_RUN_SCOPES = claimfile.run_scopes(LEDGER_CLAIMS)
 LEDGER_FAILURES = T.failure_paths(claimfile.failure_scopes(LEDGER_CLAIMS))
+
+if workflow.is_main_process:
+    # Snakemake knows its targets only after this file has run: a report target that names no scope gets the
+    # list of targets here, instead of a MissingRuleException; then how long the measuring will take, refused
+    # above max_hours. Both read the command line's arguments; through the API, the default target's plan.
+    stop_on(targets.target_problems(sys.argv[1:], SCOPES))
+    _scopes = targets.requested_scopes(sys.argv[1:], SCOPES)
+    _planned = T.planned_records(
+        _scopes, T.claim_records(LEDGER_CLAIMS) if "claims" in _scopes else None
+    )
+    _to_measure = [r for r in _planned if not os.path.exists(r)]
+    _line, _too_long = targets.estimate(
+        ", ".join(map(targets.target_of, _scopes)),
+        _to_measure,
+        len(_planned) - len(_to_measure),
+        config["warmup_s"],
+        config["max_hours"],
+        capped=any(T.looks(T.block_of(s)) for s in _scopes if s != "claims"),
+    )
+    stop_on(_too_long)
+    print(f"nodebench: {_line}", file=sys.stderr)
 
 
 def say(line):

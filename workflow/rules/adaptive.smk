@@ -37,3 +37,25 @@ rule compute_ab:
         margin=config["equivalence_margin"],
     script:
         "../../scripts/compute_ab.py"
+
+
+# CI's gate (config's ab.fail_above): once the A/B's report and results are written, the job, and so the invocation,
+# fails where B's whole interval lies above the threshold.
+rule check_ab_threshold:
+    input:
+        ab=targets.table_path("{scope}", "ab"),
+        summary=targets.SUMMARY,
+        page=targets.PAGE,
+        results=targets.RESULTS_CSV,
+        code=code("check_ab_threshold.py"),
+    output:
+        check=targets.AB_CHECK,
+    log:
+        "data/logs/check_ab_threshold/{scope}.log",
+    wildcard_constraints:
+        scope="|".join(map(re.escape, filter(T.is_ab, EXPERIMENTS))) or "(?!)",
+    params:
+        fail_above=(config.get("ab") or {}).get("fail_above"),
+        manifest=lambda wc: targets.MANIFEST.format(scope=wc.scope),
+    script:
+        "../../scripts/check_ab_threshold.py"

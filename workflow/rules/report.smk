@@ -35,6 +35,20 @@ rule build_index_page:
         "../../scripts/build_index_page.py"
 
 
+# The answer to take away, from the tables the summary is written from (docs/architecture.md#results-to-take-away).
+rule write_results:
+    input:
+        unpack(summary_inputs),
+        code=code("write_results.py"),
+    output:
+        csv=targets.RESULTS_CSV,
+        json=targets.RESULTS_JSON,
+    log:
+        "data/logs/write_results/{scope}.log",
+    script:
+        "../../scripts/write_results.py"
+
+
 rule list_outputs:
     input:
         outputs=lambda wc: T.outputs(wc.scope),

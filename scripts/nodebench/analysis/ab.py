@@ -90,3 +90,39 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
     out["equivalence_margin"] = float(margin)
     out["outcome"] = pd.Series(outcomes.decide(out["ratio_lo"], out["ratio_hi"], margin), dtype=object)
     return out[COLUMNS].sort_values(["workload", "connections", "client", "stop"]).reset_index(drop=True)
+
+
+#: The config key a user sets to fail the invocation (config's ab.fail_above), as the lines name it.
+FAIL_ABOVE_KEY = "ab.fail_above"
+
+
+def threshold_check(t: pd.DataFrame, fail_above: float | None) -> tuple[bool, list[str]]:
+    """Whether the A/B fails config's ab.fail_above, and one line per comparison saying why.
+
+    A comparison fails only where its whole interval lies above the threshold (ratio_lo > fail_above): B costlier
+    beyond the threshold must be shown by the data. A median above it with an interval that reaches below it, or a
+    ratio with no interval (one round), passes, and its line says so.
+    """
+    if fail_above is None:
+        return False, [f"no threshold set ({FAIL_ABOVE_KEY}): the A/B does not fail the run"]
+    if t.empty:
+        return False, [f"no comparison of A and B was measured: nothing above {FAIL_ABOVE_KEY} {fail_above:g}"]
+    failed, lines = False, []
+    for r in t.itertuples():
+        where = f"{r.b} (B) over {r.a} (A) on {r.workload} c{r.connections} {r.client} {r.stop}"
+        if pd.isna(r.ratio_lo) or pd.isna(r.ratio_hi):
+            verdict = f"passed: {where}: {r.ratio:.3f}x with no interval ({r.interval}), so nothing shows it above"
+        elif r.ratio_lo > fail_above:
+            failed = True
+            verdict = (
+                f"FAILED: {where} costs {r.ratio:.3f}x, interval {r.ratio_lo:.3f}-{r.ratio_hi:.3f} ({r.interval}), "
+                "wholly above"
+            )
+        else:
+            side = "reaches down to or below" if r.ratio_hi > fail_above else "lies at or below"
+            verdict = (
+                f"passed: {where} costs {r.ratio:.3f}x, interval {r.ratio_lo:.3f}-{r.ratio_hi:.3f} ({r.interval}), "
+                f"{side}"
+            )
+        lines.append(f"A/B check {verdict} the threshold {fail_above:g} ({FAIL_ABOVE_KEY})")
+    return failed, lines

@@ -94,4 +94,4 @@ def test_documented_command_schedules_with_its_bench(checkout: Path, args: list[
     loaded = [line for line in output.splitlines() if line.startswith("Using ")]
     assert found["resources"].get("bench") == bench, (found, loaded)
     # profiles/default's other settings hold under every command.
-    assert found["rerun_incomplete"] and found["printshellcmds"], found
+    assert found["rerun_incomplete"] and not found["printshellcmds"], found

@@ -218,6 +218,16 @@ def known_ratio_runs(servers=("node-http", "node-http-aa", "express", "express-l
     return runs.assign(us_per_req_elu=us)
 
 
+def paras(text: str) -> list[str]:
+    """The summary's paragraphs after the answer at a glance (its first list and "In full:"), which
+    test_the_summary_opens_with_the_answer_at_a_glance reads."""
+    out = text.split("\n\n")
+    if "In full:" in out:
+        at = out.index("In full:")
+        return [*out[: at - 1], *out[at + 1 :]]
+    return out
+
+
 def summary_of(runs: pd.DataFrame) -> str:
     cells = metrics.compute_metrics(runs)
     return markdown.render(runs, cells, metrics.geomean_scores(cells), pd.Timestamp("2026-01-02", tz="UTC"))
@@ -225,7 +235,7 @@ def summary_of(runs: pd.DataFrame) -> str:
 
 def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_a_a_twin():
     text = summary_of(known_ratio_runs())
-    title, first = text.split("\n\n")[:2]
+    title, first = paras(text)[:2]
     assert title == "# Summary"
     assert first == (
         "- **point-lookup** at 50 connections: fastify costs 0.42x express's event-loop CPU per request "
@@ -237,22 +247,31 @@ def test_the_summary_opens_with_the_paired_cost_ratios_their_intervals_and_the_a
         "the A/A twin against its control 1.010x [0.980x-1.020x], a check of the design."
     )
     # Then how the comparisons were decided, all together.
-    decided = text.split("\n\n")[2]
+    decided = paras(text)[2]
     assert decided.startswith(
         "Outcomes of the 6 cost ratios with an interval: 3 cheaper, 2 costlier, 1 equivalent within ±5 %, "
         "0 inconclusive."
     ), decided
     assert "6 comparisons, each interval covering its own median ratio with at least 75 %" in decided
     # Then the machine: the control's own CPU per request with its interval, the CPU model, the dates.
-    state = text.split("\n\n")[3]
+    state = paras(text)[3]
     assert state.startswith("**Machine state**: the A/A control, node-http, at the headline connections: 177.6 µs")
     assert "(n=3: min-max, 75 %)" in state and "CPU Synthetic CPU" in state and "3 rounds" in state
+
+
+def test_the_summary_opens_with_the_answer_at_a_glance():
+    """One short line per workload: the cheapest, the costliest against its baseline, the interval and outcome."""
+    glance = summary_of(known_ratio_runs()).split("\n\n")[1]
+    assert glance == (
+        "- **point-lookup** at 50 connections: cheapest by median **fastify**, 148.0 µs of event-loop CPU a request; "
+        "costliest **express** at 2.00x node-http's [1.92x-2.08x], costlier (n=3: min-max, 75 %)."
+    ), glance
 
 
 def test_one_round_prints_no_interval_and_says_so():
     runs = known_ratio_runs()
     text = summary_of(runs[runs["round"] == 1])
-    first = text.split("\n\n")[1]
+    first = paras(text)[1]
     assert first.startswith(
         "- **point-lookup** at 50 connections: fastify costs 0.40x express's event-loop CPU per request "
         "(n=1: no interval) and 0.83x node-http's (n=1: no interval);"
@@ -266,7 +285,7 @@ def test_one_round_prints_no_interval_and_says_so():
 
 def test_a_matrix_without_express_or_node_http_says_what_is_missing():
     runs = known_ratio_runs()
-    without_express = summary_of(runs[runs["server"] != "express"]).split("\n\n")[1]
+    without_express = paras(summary_of(runs[runs["server"] != "express"]))[1]
     assert "fastify costs 0.84x node-http's event-loop CPU per request (0.83–0.85, cheaper)" in without_express
     assert "express was not measured, so there are no ratios against it" in without_express
     alone = runs[runs["server"].isin(["fastify", "express-lean"])]
@@ -396,7 +415,7 @@ def test_an_all_disturbed_pair_is_said_to_be_unchecked_and_a_noisy_machine_leads
     assert "cannot be checked: no round without a disturbed run" in text
     assert "moves none of these ratios" not in text
     # 3 of 15 runs still disturbed (20 %): the report leads with it, and the machine's state counts them.
-    assert text.split("\n\n")[1].startswith("**This machine was too noisy for the stated precision**: 3 of 15 runs")
+    assert paras(text)[1].startswith("**This machine was too noisy for the stated precision**: 3 of 15 runs")
     assert "3 of 15 runs measured again because another task or the hypervisor took the server's CPU, 3 still" in text
     quiet = summary_of(known_ratio_runs().assign(disturbed=False, measurement_count=1))
     assert "too noisy" not in quiet and "cannot be checked" not in quiet

@@ -2,6 +2,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import yaml
@@ -14,6 +15,7 @@ sys.path.insert(0, SCRIPTS)
 from nodebench import claimfile, configcheck, plan, recovery, targets  # noqa: E402
 from nodebench.catalogue.clients import CLIENTS, PROGRAMS  # noqa: E402
 from nodebench.catalogue.workloads import WORKLOADS as CATALOGUE  # noqa: E402
+from nodebench.render import closing  # noqa: E402
 from nodebench.render.chart_list import CHART_LIST, caption  # noqa: E402
 from nodebench.harness import nodejs, storage, workspace  # noqa: E402
 from nodebench.harness.errors import StorageError  # noqa: E402
@@ -189,6 +191,16 @@ def stopped_at(block):
 
 
 T.stopped_at = stopped_at
+
+
+#: When this invocation started: the reports written since are the ones it announces as it ends.
+_STARTED = time.time()
+
+
+onsuccess:
+    # The answer and where it is, last, where a person looks: each report this invocation wrote.
+    for line in closing.closing_lines(Path("reports"), _STARTED):
+        say(line)
 
 
 onstart:

@@ -178,6 +178,53 @@ def workload_answer(label: str, cells: pd.DataFrame) -> str:
     return f"{label}: " + "; ".join([*clauses, *tail]) + "."
 
 
+def glance_line(label: str, cells: pd.DataFrame) -> str:
+    """One short line: the cheapest server, and the costliest against it by how much and how sure (the paired
+    ratio against the baseline both were compared with, its interval and outcome)."""
+    rows = cells[~cells["server"].astype(str).map(is_twin)].dropna(subset=["us_per_req_elu"])
+    if rows.empty:
+        return f"{label}: nothing measured."
+    rows = rows.sort_values("us_per_req_elu")
+    cheap, dear = rows.iloc[0], rows.iloc[-1]
+    line = f"{label}: cheapest by median **{cheap.server}**, {cheap.us_per_req_elu:.1f} µs of event-loop CPU a request"
+    if len(rows) == 1:
+        return line + "."
+    # The costliest against the cheapest where the cheapest is a baseline; else against a baseline it was paired with.
+    present = set(rows["server"].astype(str).map(_base))
+    bases = [_base(str(cheap.server))] + [b for b in ("node-http", "express") if b in present]
+    base = next((b for b in bases if b in BASELINES and b != _base(str(dear.server))), None)
+    name = BASELINES[base] if base else None
+    cost = getattr(dear, f"cost_{name}", np.nan) if name else np.nan
+    if pd.isna(cost):
+        return line + f"; costliest **{dear.server}**, {dear.us_per_req_elu:.1f} µs (no paired ratio)."
+    lo, hi = getattr(dear, f"cost_{name}_lo"), getattr(dear, f"cost_{name}_hi")
+    n = int(getattr(dear, f"pairs_{name}"))
+    decided = getattr(dear, f"outcome_{name}", None)
+    if pd.notna(lo) and pd.notna(hi) and isinstance(decided, str):
+        sure = f" [{lo:.2f}x-{hi:.2f}x], {outcomes.phrase(decided)} ({describe(n)})"
+    else:
+        sure = f" ({describe(n)})"
+    of = on_node(base, runtime(str(dear.server))[1])
+    return line + f"; costliest **{dear.server}** at {cost:.2f}x {of}'s{sure}."
+
+
+def glance(metrics: pd.DataFrame) -> list[str]:
+    """The report's first lines: one short line per workload at the headline connection count."""
+    if metrics.empty:
+        return ["No cell was measured."]
+    head = headline(metrics)
+    setups = head[["client", "stop"]].astype(str).drop_duplicates()
+    out = []
+    for workload in ordered(head["workload"].astype(str).unique()):
+        cells = head[head["workload"].astype(str) == workload]
+        for (client, stop), group in cells.groupby([cells["client"].astype(str), cells["stop"].astype(str)]):
+            label = f"**{workload}** at {group['connections'].iloc[0]} connections"
+            if len(setups) > 1:
+                label += f" ({client}, {stop})"
+            out.append(glance_line(label, group))
+    return out
+
+
 def answer(metrics: pd.DataFrame) -> list[str]:
     """One sentence per workload at the headline connection count (closest to HEADLINE_CONNECTIONS)."""
     if metrics.empty:
@@ -401,6 +448,8 @@ def opening(runs: pd.DataFrame, metrics: pd.DataFrame, look: dict | None = None)
     noisy = too_noisy(runs)
     blocks: list[Block] = [
         *([Para(noisy, "warning")] if noisy else []),
+        Items(glance(metrics)),
+        Para("In full:"),
         Items(answer(metrics)),
         Para(comparisons(metrics, look)),
         *([Para(looks.sentence(look))] if look else []),

@@ -91,8 +91,12 @@ def test_summary_and_manifest(project: Path):
     summary = (project / "reports" / "overall" / "summary.md").read_text()
     assert "## empty" in summary and "## point-lookup" in summary
     assert "Measured on" in summary and "1.00x" in summary
-    # The answer first: per workload, each framework's paired cost against express and node-http, one round each.
-    first = summary.split("\n\n")[1]
+    # The answer at a glance first: per workload, the cheapest and the costliest against its baseline.
+    glance = summary.split("\n\n")[1]
+    assert glance.startswith("- **empty** at 10 connections: cheapest by median ") and "(n=1: no interval)" in glance
+    # Then in full: per workload, each framework's paired cost against express and node-http, one round each.
+    paragraphs = summary.split("\n\n")
+    first = paragraphs[paragraphs.index("In full:") + 1]
     assert first.startswith("- **empty** at 10 connections: ") and "express's event-loop CPU per request" in first
     assert "(n=1: no interval)" in first and "the A/A twin against its control" in first
     assert "**Machine state**: the A/A control, node-http, at the headline connections: " in summary

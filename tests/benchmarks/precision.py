@@ -7,20 +7,19 @@ Measures the default servers (config.yaml's, with the A/A twin of its control) o
 workloads at one connection count, in rounds, through the real pipeline in a copy of this
 checkout (each round is one `snakemake data/overall/runs.parquet` with `rounds` raised by one,
 so round r is measured whole before round r + 1). After each round, unless --no-bare, every
-server is also measured bare (the contract as the pipeline runs it, which touches no request)
-by plain wrk on the same CPUs, with nothing else running, and again with the old per-request
-hook (NODEBENCH_PROBE=hook), in an order shuffled per round: the instrument's cost is the
-paired ratio of the pipeline's figure to the bare one, on `empty` (the cheapest workload,
-where a fixed cost per request weighs most), and the hook's cost that of hook to bare.
+server is also measured without the instrument's per-request hook (NODEBENCH_PROBE=bare) by
+plain wrk on the same CPUs, with nothing else running: the instrument's cost is the paired
+ratio of the pipeline's figure to that one, on `empty` (the cheapest workload, where a fixed
+cost per request weighs most).
 
 Prints, for each figure (us_per_req_elu, us_per_req_oncpu, us_per_req_threads):
 - the A/A twin's ratio per workload: median and order-statistic interval over rounds;
 - the round-to-round CV of every cell: median and worst;
 - every headline comparison (each server against express and against the control, paired by
   round): the log half-width of its interval at 5 rounds, at 6 and at 10 (where measured);
-- the instrument's cost per server (pipeline / bare) and the hook's (hook / bare), median and interval.
+- the instrument's cost per server (pipeline / bare), median and interval.
 Takes about (servers + 1) x workloads x (warm-up + window + 1.5 s) per round, plus
-2 x servers x (warm-up + window + 1 s) for the bare and hooked runs: 16 minutes for 6 rounds of the
+servers x (warm-up + window + 1 s) for the bare runs: 12 minutes for 6 rounds of the
 default five servers on two workloads at 3 s + 5 s. Nothing else may measure meanwhile.
 """
 
@@ -75,17 +74,9 @@ def wrk(port: int, path: str, connections: int, seconds: int, cpu: int) -> dict:
     return json.loads(next(line for line in out.splitlines() if line.startswith('{"wrk_report"')))
 
 
-#: The servers' per-request instrument in a bare run: none (as the pipeline runs them) or the old hook.
-PROBES = ("bare", "hook")
-
-
-def bare_run(project: Path, server: str, args, port: int, cpus: tuple[int, int], probe: str = "bare") -> dict:
-    """The server under plain wrk, as the pipeline runs it (probe "bare") or with the per-request hook ("hook"):
-    ELU and main-thread CPU per request over wrk's count."""
-    env = {**os.environ, "PORT": str(port), "NODE_ENV": "production", "PGPORT": "1"}
-    env.pop("NODEBENCH_PROBE", None)
-    if probe == "hook":
-        env["NODEBENCH_PROBE"] = "hook"
+def bare_run(project: Path, server: str, args, port: int, cpus: tuple[int, int]) -> dict:
+    """The server without the per-request hook, under plain wrk: ELU and main-thread CPU per request."""
+    env = {**os.environ, "PORT": str(port), "NODE_ENV": "production", "NODEBENCH_PROBE": "bare", "PGPORT": "1"}
     proc = subprocess.Popen(
         ["taskset", "-c", str(cpus[0]), "node", f"{server}.js"], cwd=project / "servers", env=env,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -123,13 +114,6 @@ def paired(runs: pd.DataFrame, figure: str, a: str, b: str, workload: str) -> np
     return (w[a] / w[b]).to_numpy()
 
 
-def interval(ratios: np.ndarray) -> dict:
-    """Median and order-statistic interval of paired ratios, with how many there were."""
-    m, lo, hi, n, _ = (float(x[0]) for x in median_interval(ratios[None, :]))
-    return {"median": m, "lo": lo, "hi": hi, "n": int(n), "min": float(np.nanmin(ratios)),
-            "max": float(np.nanmax(ratios))}  # fmt: skip
-
-
 def summarise(runs: pd.DataFrame, bare: pd.DataFrame, control: str) -> dict:
     out = {}
     twin = f"{control}-aa"
@@ -158,18 +142,13 @@ def summarise(runs: pd.DataFrame, bare: pd.DataFrame, control: str) -> dict:
                     m = float(np.nanmedian(r)) if r.size else float("nan")
                     res["half_widths"][f"{w}: {s}/{base}"] = {"median": m, **{str(k): v for k, v in hw.items()}}
         if not bare.empty and fig in bare:
-            cost, hook = {}, {}
+            cost = {}
             piped = runs[runs["workload"] == "empty"].set_index(["server", "round"])[fig]
-            plain = bare[bare["probe"] == "bare"]
-            hooked = bare[bare["probe"] == "hook"].set_index(["server", "round"])[fig]
-            for s, rows in plain.groupby("server"):
-                pairs = list(zip(rows["round"], rows[fig], strict=True))
-                cost[s] = interval(np.array([piped.get((s, rnd), np.nan) / v for rnd, v in pairs]))
-                h = np.array([hooked.get((s, rnd), np.nan) / v for rnd, v in pairs])
-                if np.isfinite(h).any():
-                    hook[s] = interval(h[np.isfinite(h)])
+            for s, rows in bare.groupby("server"):
+                r = np.array([piped.get((s, rnd), np.nan) / v for rnd, v in zip(rows["round"], rows[fig], strict=True)])
+                m, lo, hi, n, _ = (float(x[0]) for x in median_interval(r[None, :]))
+                cost[s] = {"median": m, "lo": lo, "hi": hi, "n": int(n)}
             res["instrument_cost"] = cost
-            res["hook_cost"] = hook
         out[fig] = res
     return out
 
@@ -197,11 +176,6 @@ def report(summary: dict) -> str:
         for s, c in res.get("instrument_cost", {}).items():
             lines.append(
                 f"instrument cost, {s} on empty: pipeline / bare {c['median']:.4f} [{c['lo']:.4f}-{c['hi']:.4f}]"
-            )
-        for s, c in res.get("hook_cost", {}).items():
-            lines.append(
-                f"hook cost, {s} on empty: hook / bare {c['median']:.4f} [{c['lo']:.4f}-{c['hi']:.4f}] "
-                f"(min {c['min']:.4f}, max {c['max']:.4f}, n={c['n']})"
             )
     return "\n".join(lines)
 
@@ -238,11 +212,10 @@ def main() -> None:
             if res.returncode:
                 sys.exit(f"round {r}: snakemake failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
             if not args.no_bare and "empty" in workloads:
-                order = [(s, p) for s in servers for p in PROBES]
+                order = servers[:]
                 random.Random(r).shuffle(order)
-                for i, (s, p) in enumerate(order):
-                    port = 19000 + 20 * r + i
-                    bare_rows.append({"server": s, "round": r, "probe": p, **bare_run(project, s, args, port, cpus, p)})
+                for i, s in enumerate(order):
+                    bare_rows.append({"server": s, "round": r, **bare_run(project, s, args, 19000 + 10 * r + i, cpus)})
             took = time.monotonic() - started
             print(f"round {r} of {args.rounds} measured ({took / 60:.1f} min so far, "
                   f"{took / r * (args.rounds - r) / 60:.1f} min to go)", flush=True)  # fmt: skip

@@ -110,10 +110,10 @@ def test_missing_template_is_a_clear_error(project: Path):
 @pytest.mark.parametrize(
     ("args", "phrase"),
     [
-        (["--config", "duraton_s=2"], "'duraton_s' was unexpected"),
-        (["--config", "duration_s=ten"], "'ten' is not of type 'number'"),
+        (["--config", "duraton_s=2"], "config key 'duraton_s' (= 2) is unknown; did you mean 'duration_s'?"),
+        (["--config", "duration_s=ten"], "config key 'duration_s' is 'ten': must be of type number"),
         (["--config", "servers=[expresss]"], "config key 'servers' names 'expresss', which has no file"),
-        (["--config", "rounds=0"], "0 is less than the minimum of 1"),
+        (["--config", "rounds=0"], "config key 'rounds' is 0: must be at least 1"),
     ],
 )
 def test_invalid_config_is_rejected_before_any_job(project: Path, args, phrase):

@@ -351,7 +351,7 @@ experiments:
         ),
         (
             "{servers: [fastify], workloads: [empty], connections: [10], clients: [siege], counts: [9]}",
-            "'siege' is not one of",
+            "config key 'experiments.bad.matrices[0].clients[0]' is 'siege': must be one of",
         ),
     ],
 )

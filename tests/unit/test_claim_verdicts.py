@@ -2,9 +2,12 @@
 claim is true, where it is false and where the data are too noisy to say, and the rounds that make a claim
 invalid. A verdict that cannot come out each way would show here."""
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from claim_data import DRIFT, claim, ratio_runs, runs
 from nodebench import claimfile
@@ -260,3 +263,76 @@ def test_a_score_claim_keeps_rounds_with_a_disturbed_run():
     data.loc[(data["server"] == "node-http") & (data["round"] <= 3), "disturbed"] = True
     row = C.evaluate_claim(score, data)
     assert row["verdict"] == C.REPRODUCED and row["n"] == 5 and row["rounds_left_out"] == 0
+
+
+# --- direction: every kind of claim fed data on the wrong side of it ----------------------------------------------
+
+
+def test_a_small_published_effect_seen_the_other_way_round_is_not_reproduced():
+    # +5 % published, ±10 % band: 0.95x to 1.16x holds no effect (1). Fastify 3-4 % *slower* lies inside the band
+    # but wholly on the far side of 1: the opposite effect, never "reproduced" (it was, until 2026-12-05).
+    c = claim(figure=1.05)
+    row = C.evaluate_claim(c, ratio_runs([0.97, 0.96, 0.965, 0.97, 0.975]))
+    assert row["verdict"] == C.NOT_REPRODUCED and "opposite direction" in row["reason"], row["reason"]
+    # The same effect the published way round is reproduced; one holding 1 shows no difference either way.
+    assert verdict(c, ratio_runs([1.04, 1.05, 1.06, 1.045, 1.055])) == C.REPRODUCED
+    assert verdict(c, ratio_runs([0.99, 1.02, 1.01, 1.0, 1.03])) == C.INCONCLUSIVE
+    # In points: +3 % published (band -2 to +8 holds 0), ours -1.5 %.
+    pct = claim(figure=3.0, unit="%", null=0, statistic="100 * (f / e - 1)")
+    row = C.evaluate_claim(pct, ratio_runs([0.985, 0.984, 0.986, 0.985, 0.983]))
+    assert row["verdict"] == C.NOT_REPRODUCED and "opposite direction" in row["reason"], row["reason"]
+    # A published decrease seen as an increase, the same way.
+    neg = claim(figure=-3.0, unit="%", null=0, statistic="100 * (f / e - 1)")
+    assert verdict(neg, ratio_runs([1.015, 1.014, 1.016, 1.015, 1.013])) == C.NOT_REPRODUCED
+    assert verdict(neg, ratio_runs([0.97, 0.971, 0.969, 0.972, 0.968])) == C.REPRODUCED
+
+
+WRONG_SIDE = {
+    # kind: (claim fields, per-round ratio of fastify to express on the wrong side of the claim)
+    "equal, band beyond no effect": ({}, [0.8, 0.82, 0.79, 0.81, 0.8]),
+    "equal, band holding no effect": ({"figure": 1.05}, [0.97, 0.96, 0.965, 0.97, 0.975]),
+    "equal, in points": ({"figure": 3.0, "unit": "%", "null": 0, "statistic": "100 * (f / e - 1)"}, [0.985] * 5),
+    "same": ({"compare": "same", "figure": None}, [1.30, 1.32, 1.28, 1.31, 1.29]),
+    "at_most": ({"compare": "at_most", "figure": None, "limit": 1.0}, [1.05, 1.06, 1.04, 1.05, 1.07]),
+    "at_least": ({"compare": "at_least", "figure": None, "limit": 1.0}, [0.95, 0.94, 0.96, 0.95, 0.93]),
+    "below": ({"compare": "below", "figure": None, "limit": 1.0}, [1.02, 1.05, 1.03, 1.04, 1.02]),
+}
+
+
+@pytest.mark.parametrize("kind", WRONG_SIDE)
+def test_every_kind_of_claim_on_the_wrong_side_is_not_reproduced(kind):
+    fields, per_round = WRONG_SIDE[kind]
+    row = C.evaluate_claim(claim(**fields), ratio_runs(per_round))
+    assert row["verdict"] == C.NOT_REPRODUCED, (kind, row["reason"])
+
+
+def test_an_order_seen_reversed_is_not_reproduced():
+    labels = {"a": "A", "b": "B"}
+    values = pd.DataFrame({"a": [90.0, 91, 89, 92, 90], "b": [100.0, 99, 101, 100, 102]})
+    verdict_, reason, _ = C.decide_order(["a", "b"], values, labels)
+    assert verdict_ == C.NOT_REPRODUCED and "reversed" in reason
+
+
+def _mirrored(c) -> float:
+    """The published figure reflected across no effect: the same size of effect, the other way round."""
+    figure, null = float(c["figure"]), float(c["null"])
+    if c.get("unit", "") in claimfile.POINT_UNITS or null == 0:
+        return 2 * null - figure
+    return null * null / figure
+
+
+def test_every_published_figure_of_the_ledger_seen_the_other_way_round_is_not_reproduced():
+    # Each equal claim with a direction, decided on a tight interval around its published effect reversed: the
+    # seeds' 001-p99-2ms and 003-fast-p99 were "reproduced" this way until 2026-12-05.
+    ledger = yaml.safe_load((Path(__file__).resolve().parents[2] / "claims.yaml").read_text())["claims"]
+    tried = 0
+    for c in ledger:
+        if c.get("compare") != "equal" or c.get("null") is None or c.get("figure") in (None, c.get("null")):
+            continue
+        m = _mirrored(c)
+        lo, hi = (m - 1e-3 * abs(m - c["null"]), m + 1e-3 * abs(m - c["null"]))
+        band = claimfile.band(c, c["figure"])
+        got, reason = C.decide("equal", c["figure"], m, lo, hi, 6, unit=c.get("unit", ""), band=band, null=c["null"])
+        assert got == C.NOT_REPRODUCED, (c["id"], reason)
+        tried += 1
+    assert tried >= 20, tried

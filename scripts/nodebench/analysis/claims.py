@@ -245,7 +245,9 @@ def decide(
     published figure, or around no effect for a claim of no difference); **not reproduced** when the whole
     interval lies outside it; **inconclusive** when it holds values inside the band and outside it (an interval
     wider than the band always does). A not-reproduced figure says which side of no effect the interval lies on:
-    opposite only when the whole interval is on the far side.
+    opposite only when the whole interval is on the far side. Where the band holds no effect (a small published
+    effect), "reproduced" also needs the whole interval on the published side of it: an interval inside the band
+    but wholly on the far side is the opposite effect, not reproduced; one holding no effect is inconclusive.
     at_most / at_least / below: the whole interval on the claimed side of the limit; the whole interval on the
     other side: not reproduced; else inconclusive. (No A/A floor moves the limit since 2026-12-04: a random offset
     is no margin; the row still reports the control's offset as `floor` where the scope measured a twin.)
@@ -265,6 +267,12 @@ def decide(
                 return INCONCLUSIVE, (
                     f"{span}: inside {what}, but the band and the interval both hold no effect ({f(null)}), so the "
                     "claimed difference is not shown"
+                )
+            if compare == "equal" and null is not None and published != null and (lo > null) != (published > null):
+                # Inside a band that holds no effect, but wholly on its far side: the opposite effect.
+                return NOT_REPRODUCED, (
+                    f"{span}: inside {what}, but wholly on the far side of no effect ({f(null)}): "
+                    f"{_side(lo, hi, null, published)}"
                 )
             return REPRODUCED, f"{span}: inside {what}"
         if hi < b_lo or lo > b_hi:

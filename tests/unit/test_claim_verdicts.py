@@ -336,3 +336,26 @@ def test_every_published_figure_of_the_ledger_seen_the_other_way_round_is_not_re
         assert got == C.NOT_REPRODUCED, (c["id"], reason)
         tried += 1
     assert tried >= 20, tried
+
+
+# --- the family: how many decided verdicts the stated coverage leaves open to be wrong ----------------------------
+
+
+def test_the_family_counts_the_decided_verdicts_chance_of_missing():
+    from nodebench.analysis import intervals
+    from nodebench.render import ledger as L
+
+    miss5 = 1 - intervals.coverage(5, intervals.rank(5))  # 6.25 %
+    miss10 = 1 - intervals.coverage(10, intervals.rank(10))  # 2.15 %
+    table = pd.DataFrame(
+        {
+            "verdict": [C.REPRODUCED, C.NOT_REPRODUCED, C.INCONCLUSIVE, C.INVALID, C.REPRODUCED],
+            "n": [5, 10, 5, 0, 5],
+        }
+    )
+    decided, miss = C.family(table)
+    assert decided == 3 and miss == pytest.approx(2 * miss5 + miss10)
+    assert miss5 == pytest.approx(0.0625) and miss10 == pytest.approx(0.0215, abs=1e-4)
+    assert "Of the 3 decided verdicts" in L._family(table) and "about 0.1 could be wrong" in L._family(table)
+    # Undecided rows leave nothing to be wrong.
+    assert C.family(table[table["verdict"] == C.INCONCLUSIVE]) == (0, 0.0)

@@ -601,3 +601,15 @@ def ledger(
         except ClaimError as e:
             rows.append(evaluate_claim({**c, "pending": f"the runs cannot answer it: {e}"}, None))
     return pd.DataFrame(rows)
+
+
+def family(table: pd.DataFrame) -> tuple[int, float]:
+    """(decided verdicts, how many of them the intervals' coverage leaves open to be wrong): each reproduced or
+    not-reproduced verdict read an interval of coverage c at its n, which misses the truth with probability
+    1 - c; the sum is the expected number of intervals in the family that miss (an upper bound on wrong
+    verdicts, since a missing interval can still fall on the right side of the band). An order, decided pair by
+    pair, is counted as one interval at its n: its share is a lower estimate there."""
+    decided = table[table["verdict"].isin([REPRODUCED, NOT_REPRODUCED])]
+    ns = pd.to_numeric(decided.get("n", pd.Series(dtype=float)), errors="coerce").dropna().astype(int)
+    miss = sum(1 - intervals.coverage(n, intervals.rank(n)) for n in ns if n >= 2)
+    return len(decided), float(miss)

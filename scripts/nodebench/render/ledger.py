@@ -46,6 +46,18 @@ def _ours(row) -> str:
     return f"**{row['ours_text']}** ({where}{interval}{gap}){cond}"
 
 
+def _family(ledger: pd.DataFrame) -> str:
+    """One sentence: how many of the decided verdicts could be wrong at their intervals' stated coverage."""
+    decided, miss = C.family(ledger)
+    if not decided:
+        return "No verdict is decided yet, so none can be wrong."
+    return (
+        f"Of the {decided} decided verdicts (reproduced or not reproduced), about {miss:.1f} could be wrong at "
+        "their intervals' stated coverage: the sum over them of 1 - coverage, the expected number of intervals "
+        "that miss the truth (an upper bound on wrong verdicts, for intervals that miss independently)."
+    )
+
+
 def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Block]:
     """The ledger as blocks: what the verdicts mean, the tally, then one table per seed."""
 
@@ -60,7 +72,8 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
             f"measurement of it: {tally(ledger[~derived])}. Beside them, {int(derived.sum())} checks of our own "
             f"reading of a claim (a prediction from the measured service time, the seed's claim at today's versions "
             f"or at its run length), marked *our reading*: {tally(ledger[derived])}. Every verdict is computed from "
-            "the data by the rule in its claim's entry in `claims.yaml`."
+            "the data by the rule in its claim's entry in `claims.yaml`. "
+            + _family(ledger)
         ),
         Items(
             [

@@ -359,3 +359,28 @@ def test_the_family_counts_the_decided_verdicts_chance_of_missing():
     assert "Of the 3 decided verdicts" in L._family(table) and "about 0.1 could be wrong" in L._family(table)
     # Undecided rows leave nothing to be wrong.
     assert C.family(table[table["verdict"] == C.INCONCLUSIVE]) == (0, 0.0)
+
+
+# --- inconclusive: how many rounds would decide it -----------------------------------------------------------------
+
+
+def test_an_inconclusive_row_says_how_many_rounds_would_decide_it():
+    # 4.37x published, band 3.97x-4.81x; ours near 4.6x with a spread that reaches past 4.81x at 5 rounds.
+    row = C.evaluate_claim(claim(), ratio_runs([4.2, 4.6, 5.0, 4.5, 4.7]))
+    assert row["verdict"] == C.INCONCLUSIVE
+    assert "rounds would decide it (" in row["reason"] and "more)" in row["reason"], row["reason"]
+    need = C.rounds_to_decide(np.array([4.2, 4.6, 5.0, 4.5, 4.7]), claim(), 4.6)
+    # sd of the logs 0.063, the nearest edge log(4.81 / 4.6) = 0.045 away: (1.96 x 1.2533 x 0.063 / 0.045)^2.
+    sd, gap = np.std(np.log([4.2, 4.6, 5.0, 4.5, 4.7]), ddof=1), np.log(4.37 * 1.1 / 4.6)
+    assert need == int(np.ceil((1.96 * 1.2533 * sd / gap) ** 2)) and 10 < need < 60
+    # Twice the spread needs about four times the rounds.
+    wide = np.exp(np.log(4.6) + 2 * (np.log([4.2, 4.6, 5.0, 4.5, 4.7]) - np.log(4.6)))
+    assert C.rounds_to_decide(wide, claim(), 4.6) == pytest.approx(4 * need, rel=0.1)
+
+
+def test_a_median_on_the_limit_is_undecidable_and_a_far_one_impractical():
+    c = claim(compare="below", figure=None, limit=1)
+    row = C.evaluate_claim(c, ratio_runs([0.9, 1.1, 1.0, 0.95, 1.05]))
+    assert row["verdict"] == C.INCONCLUSIVE and "no number of rounds decides it" in row["reason"], row["reason"]
+    row = C.evaluate_claim(c, ratio_runs([0.7, 1.3, 0.999, 0.8, 1.25]))
+    assert row["verdict"] == C.INCONCLUSIVE and "no practical number" in row["reason"], row["reason"]

@@ -299,6 +299,59 @@ def decide(
     raise ClaimError(f"unknown comparison {compare!r}; one of {', '.join(COMPARES)}")
 
 
+#: Beyond this many rounds a claim is called undecidable at the spread observed (a campaign of 3 s + 5 s runs
+#: takes about 10 s per cell per round: 100 rounds of a 6-cell claim block is over an hour and a half).
+PRACTICAL_ROUNDS = 100
+
+
+def _edges(claim: Mapping, median: float) -> list[float]:
+    """The values the statistic's interval must clear to decide: the band's edges (and no effect, where the band
+    holds it and the claim has a direction), or the limit."""
+    compare = claim["compare"]
+    if compare in ("equal", "same"):
+        centre = claim.get("figure") if compare == "equal" else claim.get("null")
+        b_lo, b_hi = claimfile.band(claim, centre)
+        edges = [b_lo, b_hi]
+        null = claim.get("null")
+        if compare == "equal" and null is not None and b_lo <= null <= b_hi and claim.get("figure") != null:
+            edges.append(null)
+        return edges
+    return [claim["limit"]] if claim.get("limit") is not None else []
+
+
+def rounds_to_decide(values: np.ndarray, claim: Mapping, median: float) -> int | None:
+    """About how many rounds in all would decide the claim if its statistic kept the spread observed and its
+    median stayed where it is: the n at which the median's 95 % interval, by the normal approximation
+    (1.96 x 1.2533 x sd / sqrt(n)), no longer reaches the nearest value it must clear. On a log scale for a
+    ratio (unit x, all values positive), else as measured. None: the median sits on such a value (no number of
+    rounds decides it) or the rounds show no spread."""
+    values = np.asarray(values, dtype=float)
+    log = claim.get("unit", "") not in claimfile.POINT_UNITS and (values > 0).all() and median > 0
+    edges = [e for e in _edges(claim, median) if e is not None and (not log or e > 0)]
+    if len(values) < 2 or not edges:
+        return None
+    scale = np.log if log else (lambda v: v)
+    sd = float(np.std(scale(values), ddof=1))
+    gap = min(abs(float(scale(median)) - float(scale(e))) for e in edges)
+    if sd <= 0 or gap <= 0:
+        return None
+    return max(len(values) + 1, int(np.ceil((1.96 * 1.2533 * sd / gap) ** 2)))
+
+
+def more_rounds(values: np.ndarray, claim: Mapping, median: float) -> str:
+    """The inconclusive row's estimate of what would decide it, as a phrase."""
+    need = rounds_to_decide(values, claim, median)
+    n = len(values)
+    if need is None:
+        return "no number of rounds decides it at this spread: its median sits on the value it must clear"
+    if need > PRACTICAL_ROUNDS:
+        return (
+            f"at this spread about {need:,} rounds would decide it: no practical number (over {PRACTICAL_ROUNDS}); "
+            "the statistic must be rebuilt or measured more precisely"
+        )
+    return f"at this spread about {need} rounds would decide it ({need - n} more)"
+
+
 def _tol(centre: float, b_lo: float, b_hi: float, unit: str) -> str:
     if unit in POINT_UNITS:
         return f"{(b_hi - b_lo) / 2:g} points"
@@ -565,6 +618,8 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
         null=claim.get("null"),
         limit=claim.get("limit"),
     )
+    if verdict == INCONCLUSIVE and n >= 2:
+        reason += "; " + more_rounds(finite.to_numpy(dtype=float), claim, median)
     if dropped:
         reason += f"; {dropped} round{'s' if dropped > 1 else ''} left out, where the statistic is not a number"
     if left_out:

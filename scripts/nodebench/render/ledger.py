@@ -72,8 +72,7 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
             f"measurement of it: {tally(ledger[~derived])}. Beside them, {int(derived.sum())} checks of our own "
             f"reading of a claim (a prediction from the measured service time, the seed's claim at today's versions "
             f"or at its run length), marked *our reading*: {tally(ledger[derived])}. Every verdict is computed from "
-            "the data by the rule in its claim's entry in `claims.yaml`. "
-            + _family(ledger)
+            "the data by the rule in its claim's entry in `claims.yaml`. " + _family(ledger)
         ),
         Items(
             [

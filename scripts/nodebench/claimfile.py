@@ -107,6 +107,8 @@ def check(claims: list[Mapping]) -> list[str]:
         seen.add(cid)
         if c.get("pending") or c.get("untestable"):
             continue
+        if c.get("restates") is not None and c["restates"] not in {x.get("id") for x in claims}:
+            problems.append(f"{cid}: restates {c['restates']!r}, which is no claim's id")
         compare = c.get("compare")
         if compare not in COMPARES:
             problems.append(f"{cid}: compare is {compare!r}; one of {', '.join(COMPARES)}")

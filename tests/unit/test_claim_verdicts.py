@@ -384,3 +384,23 @@ def test_a_median_on_the_limit_is_undecidable_and_a_far_one_impractical():
     assert row["verdict"] == C.INCONCLUSIVE and "no number of rounds decides it" in row["reason"], row["reason"]
     row = C.evaluate_claim(c, ratio_runs([0.7, 1.3, 0.999, 0.8, 1.25]))
     assert row["verdict"] == C.INCONCLUSIVE and "no practical number" in row["reason"], row["reason"]
+
+
+def test_the_ledger_keeps_our_readings_apart_and_counts_a_restated_claim_once():
+    from nodebench.render import ledger as L
+
+    data = {"overall": ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35])}
+    own = claim(id="t-own")
+    again = claim(id="t-again", restates="t-own")
+    ours = claim(id="t-ours", derived=True, figure=4.0)
+    table = C.ledger([own, again, ours], data)
+    assert list(table["restates"]) == ["", "t-own", ""]
+    text = L.markdown(table)
+    # The tally: one published claim (the restated one is counted once), one reading of ours.
+    assert "1 published claims from 1 seeds" in text and "1 more rows restate one of them" in text, text[:600]
+    assert "Beside them, 1 checks of our own" in text
+    # The seed's table holds its own claims only, with the restatement marked; ours sit in their own table.
+    seed_part, ours_part = text.split("## Our own readings of the seeds' claims")
+    assert "t-own" in seed_part and "restates t-own, counted once" in seed_part and "t-ours" not in seed_part
+    assert "t-ours" in ours_part and "Figure tested (ours)" in ours_part
+    assert claimfile.check([again]) == ["t-again: restates 't-own', which is no claim's id"]

@@ -522,6 +522,7 @@ def _blank(claim: Mapping) -> dict:
         "seed": str(claim["seed"]),
         "source": claim.get("source", ""),
         "derived": bool(claim.get("derived", False)),
+        "restates": claim.get("restates") or "",
         "quote": claim["quote"],
         "published": claim.get("figure"),
         "published_text": claim.get("figure_text") or fmt(claim.get("figure"), claim.get("unit", "")),

@@ -46,6 +46,10 @@ def _ours(row) -> str:
     return f"**{row['ours_text']}** ({where}{interval}{gap}){cond}"
 
 
+def _restates(row) -> str:
+    return f"; restates {row['restates']}, counted once" if row.get("restates") else ""
+
+
 def _family(ledger: pd.DataFrame) -> str:
     """One sentence: how many of the decided verdicts could be wrong at their intervals' stated coverage."""
     decided, miss = C.family(ledger)
@@ -61,15 +65,25 @@ def _family(ledger: pd.DataFrame) -> str:
 def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Block]:
     """The ledger as blocks: what the verdicts mean, the tally, then one table per seed."""
 
+    restates = ledger["restates"].fillna("").astype(str) if "restates" in ledger else pd.Series("", index=ledger.index)
+
     def tally(rows) -> str:
-        counts = rows["verdict"].value_counts()
+        # A claim that restates another is counted once, under the one it restates.
+        counts = rows[restates.loc[rows.index] == ""]["verdict"].value_counts()
         return ", ".join(f"{counts[v]} {v}" for v in C.VERDICTS if v in counts) or "none"
 
     derived = ledger["derived"].astype(bool) if "derived" in ledger else pd.Series(False, index=ledger.index)
+    once = restates == ""
     out: list[Block] = [
         Para(
-            f"{int((~derived).sum())} published claims from {ledger['seed'].nunique()} seeds, each beside our "
-            f"measurement of it: {tally(ledger[~derived])}. Beside them, {int(derived.sum())} checks of our own "
+            f"{int((~derived & once).sum())} published claims from {ledger['seed'].nunique()} seeds, each beside our "
+            f"measurement of it: {tally(ledger[~derived])}"
+            + (
+                f" ({int((~derived & ~once).sum())} more rows restate one of them and are counted once)"
+                if (~derived & ~once).any()
+                else ""
+            )  # fmt: skip
+            + f". Beside them, {int((derived & once).sum())} checks of our own "
             f"reading of a claim (a prediction from the measured service time, the seed's claim at today's versions "
             f"or at its run length), marked *our reading*: {tally(ledger[derived])}. Every verdict is computed from "
             "the data by the rule in its claim's entry in `claims.yaml`. " + _family(ledger)
@@ -95,22 +109,40 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
             ]
         ),
     ]
-    for seed, rows in ledger.groupby("seed", sort=True):
+    # The seeds' own claims, one table per seed: the "Published" column holds only what a seed published.
+    for seed, rows in ledger[~derived].groupby("seed", sort=True):
         out.append(Heading(2, f"Seed {seed}" + (f": {seeds[seed]}" if seeds and seed in seeds else "")))
         out.append(
             Table(
                 ["Claim", "Published", "Ours", "Verdict", "Why"],
                 [
-                    [
-                        f"*{r['quote']}* ({r['id']}{', our reading' if r.get('derived') else ''})",
-                        _published(r),
-                        _ours(r),
-                        r["verdict"],
-                        r["reason"],
-                    ]
+                    [f"*{r['quote']}* ({r['id']}{_restates(r)})", _published(r), _ours(r), r["verdict"], r["reason"]]
                     for _, r in rows.iterrows()
                 ],
                 "lllll",
+                [ROW_CLASS.get(r["verdict"], "") for _, r in rows.iterrows()],
+            )
+        )
+    # Our own readings apart, so that their figures (our predictions, today's versions, other conditions) are never
+    # read as a seed's, and their verdicts never counted in the seeds' tally.
+    if derived.any():
+        rows = ledger[derived]
+        out.append(Heading(2, "Our own readings of the seeds' claims"))
+        out.append(
+            Para(
+                "Each row tests a figure of ours, not a seed's: a prediction from the measured service time, or a "
+                "seed's claim at today's versions or under other conditions (each row says which). The quote is the "
+                "seed sentence it reads; the seed's own claim, where it has one, is in the seed's table above."
+            )
+        )
+        out.append(
+            Table(
+                ["Reading of", "Seed", "Figure tested (ours)", "Ours", "Verdict", "Why"],
+                [
+                    [f"*{r['quote']}* ({r['id']})", r["seed"], _published(r), _ours(r), r["verdict"], r["reason"]]
+                    for _, r in rows.iterrows()
+                ],
+                "llllll",
                 [ROW_CLASS.get(r["verdict"], "") for _, r in rows.iterrows()],
             )
         )

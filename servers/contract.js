@@ -56,7 +56,8 @@ function createPool() {
 
 // Queries the server has handed to its pools and not yet had back: clients checked out
 // (running a query or connecting for one) and queries queued for a client. A request whose
-// connection closed first still has its query here, after it has left `in_flight`.
+// connection closed first still has its query here. It reads the pools only, so it needs no
+// per-request hook: the harness waits on it before the window (verify.server_idle_count).
 const dbBusy = () => pools.reduce((n, p) => n + p.totalCount - p.idleCount + p.waitingCount, 0);
 
 // Handlers return {status, body}; frameworks only route and serialise.
@@ -286,8 +287,8 @@ function makeScenarios(pool) {
   };
 }
 
-// How long /__elu/stop waits for the window's requests still in flight before it
-// gives up and says so (the harness then fails the run rather than report a short count).
+// With NODEBENCH_PROBE=hook, how long /__elu/stop waits for the window's requests still in flight
+// before it gives up and says so (the harness then fails the run rather than report a short count).
 const DRAIN_TIMEOUT_MS = Number(process.env.NODEBENCH_DRAIN_TIMEOUT_MS || 2000);
 
 // /__whoami, /__elu/* and anything else under /__ is the harness talking to the server,
@@ -332,22 +333,40 @@ function memoryPeaks() {
   };
 }
 
-// The window a response belongs to (null: none), set when its request arrives.
+// How the window's requests are counted, from NODEBENCH_PROBE:
+//   unset   (the pipeline) nothing is added to any request: the window's count is the load generator's, whose
+//           run lies wholly inside the window (the harness opens it before the client starts and closes it after
+//           the client exits), so /__elu/stop and /__elu/sample give no request counts (null). A per-request hook
+//           cost the cheapest server about 2 % of its CPU per request (docs/performance.md, "The per-request hook,
+//           again"), above the instrument's budget; no listener costs nothing.
+//   'hook'  the previous instrument, kept so its cost can still be measured (tests/benchmarks/precision.py): a
+//           listener prepended to every request, a 'close' listener and a symbol on every response, the server's
+//           own count of its window's completed responses by status, and a drain at /__elu/stop.
+const PROBE_MODES = ['', 'hook'];
+const PROBE_MODE = process.env.NODEBENCH_PROBE || '';
+if (!PROBE_MODES.includes(PROBE_MODE)) {
+  console.error(`NODEBENCH_PROBE must be unset or 'hook', got ${JSON.stringify(PROBE_MODE)}`);
+  process.exit(2);
+}
+const HOOKED = PROBE_MODE === 'hook';
+
+// The window a response belongs to (null: none), set when its request arrives (hook only).
 const kWindow = Symbol('nodebench.window');
 const SETTLED = Symbol('nodebench.settled');
 
 // Identity, the ELU window and the cumulative sample. The window also carries process
 // CPU over the same interval, which counts GC and thread-pool work that ELU does not.
 //
-// A request counts when its response has been sent (finished: handed to the kernel),
-// and only if it arrived while the window was open; one whose connection
-// closed first is `aborted`. /__elu/stop stops admitting requests to the window, waits
-// (at most DRAIN_TIMEOUT_MS) until the window's requests in flight have finished, and only
-// then reads ELU, CPU and the count, so the window holds the whole work of what it counts.
+// By default the window touches no request: /__elu/stop reads ELU, CPU and memory at once and gives
+// no count (the harness divides by the load generator's). With NODEBENCH_PROBE=hook a request counts
+// when its response has been sent (finished: handed to the kernel), and only if it arrived while the
+// window was open; one whose connection closed first is `aborted`. /__elu/stop then stops admitting
+// requests to the window, waits (at most DRAIN_TIMEOUT_MS) until the window's requests in flight have
+// finished, and only then reads ELU, CPU and the count, so the window holds the whole work of what it counts.
 function makeProbe(name, framework, frameworkVersion) {
   let window = null;
-  // Since the server started, for /__elu/sample: finished responses and requests in flight (probes
-  // excluded); the sample also says how many queries are still at the database (db_busy).
+  // Since the server started, for /__elu/sample (hook only): finished responses and requests in flight
+  // (probes excluded); the sample also says how many queries are still at the database (db_busy).
   let completed = 0;
   let inFlight = 0;
   // One listener per response, shared (no closure per request): the probe must cost the measured
@@ -369,7 +388,23 @@ function makeProbe(name, framework, frameworkVersion) {
     } else w.aborted += 1;
     if (w.inFlight === 0 && w.onDrained !== null) w.onDrained();
   }
+  // Without the hook the window waits for nothing: nothing it could wait for is known.
+  async function drain(w) {
+    if (!HOOKED || w.inFlight === 0) return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        w.onDrained = null;
+        resolve(false);
+      }, DRAIN_TIMEOUT_MS);
+      w.onDrained = () => {
+        w.onDrained = null;
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
+  }
   return {
+    hooked: HOOKED,
     // Listens (first) to the node:http server's 'request' event, which every framework here sits on.
     onRequest(req, res) {
       if (isProbe(req.url)) return;
@@ -406,26 +441,15 @@ function makeProbe(name, framework, frameworkVersion) {
       w.open = false;
       const inFlightAtStop = w.inFlight;
       const drainStart = process.hrtime.bigint();
-      let drained = true;
-      if (w.inFlight > 0) {
-        drained = await new Promise((resolve) => {
-          const timer = setTimeout(() => {
-            w.onDrained = null;
-            resolve(false);
-          }, DRAIN_TIMEOUT_MS);
-          w.onDrained = () => {
-            w.onDrained = null;
-            clearTimeout(timer);
-            resolve(true);
-          };
-        });
-      }
+      const drained = await drain(w);
       const t1 = process.hrtime.bigint();
       const elu = performance.eventLoopUtilization(w.elu);
       const cpu = process.cpuUsage(w.cpu);
       const ru = process.resourceUsage();
       const memory = w.memory.stop();
       if (window === w) window = null;
+      // The server's own count, only where the hook kept one (null: the load generator's count is the window's).
+      const counted = (value) => (HOOKED ? value : null);
       return {
         status: 200,
         body: {
@@ -438,13 +462,13 @@ function makeProbe(name, framework, frameworkVersion) {
           // Monotonic clock (CLOCK_MONOTONIC, the one Python's time.monotonic reads) at the window's two ends.
           mono_start_ms: Number(w.t0) / 1e6,
           mono_stop_ms: Number(t1) / 1e6,
-          requests: w.requests,
-          statuses: w.statuses,
-          aborted: w.aborted,
-          in_flight_at_stop: inFlightAtStop,
-          drain_ms: Number(t1 - drainStart) / 1e6,
-          drained,
-          in_flight_after_drain: w.inFlight,
+          requests: counted(w.requests),
+          statuses: counted(w.statuses),
+          aborted: counted(w.aborted),
+          in_flight_at_stop: counted(inFlightAtStop),
+          drain_ms: counted(Number(t1 - drainStart) / 1e6),
+          drained: counted(drained),
+          in_flight_after_drain: counted(w.inFlight),
           invol_csw: ru.involuntaryContextSwitches - w.ru.involuntaryContextSwitches,
           vol_csw: ru.voluntaryContextSwitches - w.ru.voluntaryContextSwitches,
           ...memory,
@@ -452,6 +476,7 @@ function makeProbe(name, framework, frameworkVersion) {
       };
     },
     // Cumulative counters since the server started; reads only, so it never disturbs a window.
+    // completed and in_flight need the hook (null without it); db_busy reads the pools and needs none.
     sample() {
       const elu = performance.eventLoopUtilization();
       const cpu = process.cpuUsage();
@@ -461,8 +486,8 @@ function makeProbe(name, framework, frameworkVersion) {
         elu_idle_ms: elu.idle,
         cpu_user_us: cpu.user,
         cpu_system_us: cpu.system,
-        completed,
-        in_flight: inFlight,
+        completed: HOOKED ? completed : null,
+        in_flight: HOOKED ? inFlight : null,
         db_busy: dbBusy(),
       };
     },
@@ -489,10 +514,9 @@ function packageVersion(name) {
 // Listen on loopback, print the readiness line, close server and pool on SIGTERM.
 // `server` is the node:http Server under the framework; `listen` starts it.
 function serve({ name, server, probe, listen, close }) {
-  // First, so it sees each request before the framework can answer it. NODEBENCH_PROBE=bare leaves every
-  // request untouched (the window then counts none): the precision benchmark measures what the hook costs
-  // against it (tests/benchmarks/precision.py); the pipeline never sets it.
-  if (process.env.NODEBENCH_PROBE !== 'bare') server.prependListener('request', probe.onRequest);
+  // Only with NODEBENCH_PROBE=hook (see PROBE_MODE), and then first, so it sees each request before the
+  // framework can answer it. By default no request is touched.
+  if (probe.hooked) server.prependListener('request', probe.onRequest);
   const port = Number(process.env.PORT);
   if (!Number.isInteger(port) || port <= 0) {
     console.error(`${name}: PORT must be set to a port number, got ${JSON.stringify(process.env.PORT)}`);

@@ -95,7 +95,7 @@ def synthetic_records(servers, workloads, connections, rounds, seed=0, noise=0.0
                             "elu_active_ms": elu * window * 1000,
                             "elu_utilization": elu,
                             "elu_window_ms": window * 1000,
-                            "server_requests": requests + int(conn),
+                            "server_requests": None,  # the window touches no request: the count is the client's
                             "server_cpu_user_us": int(us * requests * 0.9),
                             "server_cpu_system_us": int(us * requests * 0.15),
                             "client_cpu_user_us": int(0.3 * window * 1e6),
@@ -188,7 +188,12 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
             window_s=window,
             elu_window_ms=window * 1000,
             requests=requests,
-            server_requests=requests,
+            # As today's records: the window's count is the client's, the server keeps none.
+            server_requests=None,
+            server_statuses=None,
+            server_aborted=None,
+            server_in_flight_at_stop=None,
+            server_drain_ms=None,
             responses_2xx=requests if w.status < 300 else 0,
             non2xx=0 if w.status < 300 else 0,
             bytes=requests * r["answer_bytes"],

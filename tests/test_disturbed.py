@@ -58,7 +58,9 @@ def test_an_undisturbed_run_records_its_threads_and_cpus(tmp_path: Path):
     # at least the main thread's; the figures per request follow from them.
     assert 0 < rec["main_oncpu_ms"] <= rec["threads_oncpu_ms"] <= rec["elu_window_ms"] * 1.05
     assert rec["main_oncpu_ms"] > 0.5 * rec["elu_active_ms"]
-    assert rec["us_per_req_oncpu"] == pytest.approx(rec["main_oncpu_ms"] * 1000 / rec["server_requests"])
+    assert rec["us_per_req_oncpu"] == pytest.approx(rec["main_oncpu_ms"] * 1000 / rec["requests"])
+    assert rec["us_per_req_threads"] == pytest.approx(rec["threads_oncpu_ms"] * 1000 / rec["requests"])
+    assert rec["server_requests"] is None  # the window's count is the client's
     assert rec["server_threads_seen"] >= 2 and rec["server_cpu_busy_ms"] > 0
     # Every measurement the job made is in the record, and the one used is among them.
     assert len(rec["measurements"]) == rec["measurement_count"] >= rec["measurement_used"] >= 1

@@ -99,6 +99,13 @@ def measure(port: int, *args: str, attempts: int = 3) -> dict:
         done = openloop("--url", f"http://127.0.0.1:{port}/", "--max-lag-p99-ms", VALIDATION_LAG_MS, *args)
         if done.returncode != EXIT_REFUSED:
             break
+    if done.returncode == EXIT_REFUSED:
+        # The client measured its own schedule lag above the validation limit every time: that is this
+        # machine's jitter at that moment (a loaded CI runner once refused 500 req/s), which the refusal
+        # exists to report, not a wrong result. Said as a skip with the client's own figures.
+        pytest.skip(
+            f"this machine was too busy to keep an open-loop schedule ({attempts} tries): {done.stderr.strip()}"
+        )
     assert done.returncode == 0, f"openloop exited {done.returncode}: {done.stderr}"
     result = json.loads(done.stdout)
     print(json.dumps(result))
@@ -129,7 +136,15 @@ def test_fixed_delay_measures_one_millisecond(servers):
         print(f"1 ms server at 2000 req/s: {latency}")
         if 1.0 <= latency["p50"] <= 1.2:
             break
-    assert 1.0 <= latency["p50"] <= 1.2
+    else:
+        # Before blaming the client: the machine's own latency on the same path, a server that answers at once
+        # (the same fixture, delay 0), measured right now. Above the 0.2 ms this check allows, the machine
+        # cannot resolve it today (a loaded CI runner read a 4.9 ms p50 here): a skip that gives the figure.
+        own = measure(servers("delay.js", "0", "spin", "hot"), "--rate", "2000", "--duration", "3")["latency_ms"]
+        if own["p50"] > 0.2:
+            pytest.skip(f"this machine's own p50 on loopback was {own['p50']:.2f} ms (a 0 ms server, just now), "
+                        f"above the 0.2 ms tolerance; the 1 ms server read {latency['p50']:.2f} ms")  # fmt: skip
+    assert 1.0 <= latency["p50"] <= 1.2, latency
     # Counted from the scheduled time, no latency can be below the server's own 1 ms.
     assert latency["max"] >= latency["p99"] >= latency["p90"] >= latency["p50"] >= 1.0
 
@@ -284,7 +299,10 @@ def contract_server():
     port = procs.free_port()
     proc = subprocess.Popen(
         [*SERVER_CPU, NODE, str(REPO / "servers" / "node-http.js")], cwd=REPO / "servers",
-        env={**os.environ, "PORT": str(port)}, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        # With the per-request hook, so the server counts its window's requests and the test can see that the
+        # driver's window holds exactly its run's (the pipeline runs without it and divides by the client's count).
+        env={**os.environ, "PORT": str(port), "NODEBENCH_PROBE": "hook"}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
         start_new_session=True,
     )  # fmt: skip
     try:

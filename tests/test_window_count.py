@@ -1,9 +1,13 @@
-"""The server's window counts completed work: real servers, a known number of requests, exact counts.
+"""The server's window: by default it touches no request; with NODEBENCH_PROBE=hook it counts completed work.
 
-A request counts once its response is sent, only if it arrived inside the window; probes
-(/__whoami, /__elu/*) never count; /__elu/stop waits for the window's requests in flight.
-A request is held in flight without touching the contract by locking the table its query
-reads, so the drain is exercised on the real point-lookup route.
+By default the contract adds no listener to any request: /__elu/stop reads ELU and CPU at
+once and gives no count (the harness divides by the load generator's), and the harness
+waits for the server to be idle from its pools' count of queries alone (db_busy).
+With NODEBENCH_PROBE=hook (kept to measure what it costs) a request counts once its
+response is sent, only if it arrived inside the window; probes (/__whoami, /__elu/*)
+never count; /__elu/stop waits for the window's requests in flight. A request is held in
+flight without touching the contract by locking the table its query reads, so the drain
+is exercised on the real point-lookup route.
 """
 
 import http.client
@@ -11,6 +15,7 @@ import json
 import os
 import socket
 import struct
+import subprocess
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +28,7 @@ from conftest import REPO, make_project, scratch_postgres, snakemake
 from nodebench.harness import errors, pgcluster, procs, seed, server, verify
 
 SERVERS = ["node-http", "express", "express-lean", "fastify", "fastify-schema"]
+HOOK = {"NODEBENCH_PROBE": "hook"}
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +118,8 @@ def keep_alive_requests(port: int, count: int, probe_every: int = 0) -> int:
 
 
 @pytest.mark.parametrize("name", SERVERS)
-def test_the_window_counts_exactly_the_requests_sent(start, name):
-    s = start(name)
+def test_the_hook_counts_exactly_the_requests_sent(start, name):
+    s = start(name, **HOOK)
     keep_alive_requests(s.port, 50)  # before the window: not counted
     assert s.get("/__elu/start") == {"ok": True}
     # 1,000 requests on four keep-alive connections, with /__whoami, /__elu/sample and an unknown
@@ -153,7 +159,13 @@ def blocked_lookup(port: int, results: list) -> None:
 
 
 def wait_in_flight(s: Server, n: int) -> None:
+    """Wait until the hooked server has n requests in flight."""
     procs.wait_for(lambda: s.get("/__elu/sample")["in_flight"] == n, 10, what=f"{n} request(s) in flight")
+
+
+def wait_db_busy(s: Server, n: int) -> None:
+    """Wait until n queries are at the server's pools: what a server without the hook can say."""
+    procs.wait_for(lambda: s.get("/__elu/sample")["db_busy"] == n, 10, what=f"{n} queries at the pools")
 
 
 @pytest.fixture
@@ -167,7 +179,7 @@ def locked_users(database):
 
 @pytest.mark.parametrize("name", ["node-http", "express", "fastify"])
 def test_a_request_in_flight_at_stop_is_counted_after_the_drain(start, locked_users, name):
-    s = start(name)
+    s = start(name, **HOOK)
     s.get("/__elu/start")
     keep_alive_requests(s.port, 100)
     lookups = []
@@ -192,7 +204,7 @@ def test_a_request_in_flight_at_stop_is_counted_after_the_drain(start, locked_us
 
 
 def test_a_request_arriving_during_the_drain_belongs_to_no_window(start, locked_users):
-    s = start("node-http")
+    s = start("node-http", **HOOK)
     s.get("/__elu/start")
     lookups = []
     threading.Thread(target=blocked_lookup, args=(s.port, lookups)).start()
@@ -208,7 +220,7 @@ def test_a_request_arriving_during_the_drain_belongs_to_no_window(start, locked_
 
 
 def test_a_drain_that_runs_out_fails_the_run(start, locked_users):
-    s = start("node-http", NODEBENCH_DRAIN_TIMEOUT_MS="300")
+    s = start("node-http", NODEBENCH_DRAIN_TIMEOUT_MS="300", **HOOK)
     s.get("/__elu/start")
     keep_alive_requests(s.port, 20)
     lookups = []
@@ -228,7 +240,7 @@ def test_a_drain_that_runs_out_fails_the_run(start, locked_users):
 
 
 def test_a_request_whose_client_went_away_is_aborted_not_counted(start, database, locked_users):
-    s = start("node-http")
+    s = start("node-http", **HOOK)
     with psycopg.connect(pgcluster.conninfo(database), autocommit=True) as conn:
         conn.execute("SELECT pg_stat_statements_reset()")
     s.get("/__elu/start")
@@ -253,24 +265,26 @@ def test_before_the_window_the_harness_waits_for_queries_whose_clients_went_away
     # A warm-up's leftovers: lookups whose clients reset their connections while the queries still
     # wait (here on a lock; in a run, behind a server paused for garbage collection). The counter
     # stays flat meanwhile, so reading it until it stops moving would open the window too early.
-    # A pool of one client: one query checked out, two queued for it (db_busy counts both).
+    # A pool of one client: one query checked out, two queued for it (db_busy counts both). The server runs as the
+    # pipeline runs it, without the hook: nothing counts its requests, and the wait reads its pools only.
     s = start(name, NODEBENCH_POOL_SIZE="1")
     with psycopg.connect(pgcluster.conninfo(database), autocommit=True) as admin:
         admin.execute("SELECT pg_stat_statements_reset()")
         socks = [socket.create_connection(("127.0.0.1", s.port)) for _ in range(3)]
         for i, sock in enumerate(socks, start=1):
             sock.sendall(f"GET /users/{i} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        wait_in_flight(s, 3)
-        with pytest.raises(errors.RunError, match="3 requests in flight and 3 queries at its database pools 0.2 s"):
+        wait_db_busy(s, 3)
+        assert s.get("/__elu/sample")["in_flight"] is None
+        with pytest.raises(errors.RunError, match="had 3 queries at its database pools 0.2 s .*before the window"):
             verify.server_idle_count(s.port, admin, timeout=0.2)
         for sock in socks:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             sock.close()
-        wait_in_flight(s, 0)
+        time.sleep(0.1)  # the server has seen the resets: the queries stay at the pools all the same
         assert s.get("/__elu/sample")["db_busy"] == 3
         assert verify.settled_count(admin, steady_reads=3, interval=0.01) == 0  # the counter alone: "settled"
-        with pytest.raises(errors.RunError, match="0 requests in flight and 3 queries at its database pools"):
-            verify.server_idle_count(s.port, admin, timeout=0.2)
+        with pytest.raises(errors.RunError, match="still had 3 queries at its database pools .*after the window"):
+            verify.server_idle_count(s.port, admin, timeout=0.2, when="after the window")
         release = threading.Timer(0.3, locked_users)
         release.start()
         t0 = time.monotonic()
@@ -281,7 +295,7 @@ def test_before_the_window_the_harness_waits_for_queries_whose_clients_went_away
 
 
 def test_samples_one_second_apart_agree(start):
-    s = start("fastify")
+    s = start("fastify", **HOOK)
     conn = http.client.HTTPConnection("127.0.0.1", s.port, timeout=10)
 
     def sample():
@@ -311,3 +325,80 @@ def test_samples_one_second_apart_agree(start):
         s.get("/__elu/sample")
     assert keep_alive_requests(s.port, 40) == 40
     assert s.get("/__elu/stop")["requests"] == 40
+
+
+# --- Without the hook (the pipeline's servers): nothing touches a request ------------------------------------
+
+# Loaded before the server (node -r): reports how many 'request' listeners its node:http server has once it listens,
+# and whether the first is the contract's hook.
+COUNT_LISTENERS = """
+const http = require('node:http');
+const listen = http.Server.prototype.listen;
+http.Server.prototype.listen = function (...args) {
+  this.once('listening', () => {
+    const first = this.listeners('request')[0];
+    const report = { count: this.listenerCount('request'), first: first ? first.name : null };
+    process.stdout.write(`LISTENERS ${JSON.stringify(report)}\\n`);
+  });
+  return listen.apply(this, args);
+};
+"""
+
+
+def request_listeners(servers: Path, name: str, tmp: Path, **env) -> tuple[int, str]:
+    """(listeners of 'request' on the server's node:http server, the first one's function name)."""
+    preload = tmp / "count-listeners.js"
+    preload.write_text(COUNT_LISTENERS)
+    environ = {"PATH": os.environ["PATH"], "PORT": str(procs.free_port()), "NODE_ENV": "production", "PGPORT": "1",
+               **env}  # fmt: skip
+    proc = subprocess.Popen(["node", "-r", str(preload), f"{name}.js"], cwd=servers, env=environ,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        line = proc.stdout.readline()
+        assert proc.stdout.readline().startswith("READY"), proc.stderr.read()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert line.startswith("LISTENERS "), line
+    report = json.loads(line.split(" ", 1)[1])
+    return report["count"], report["first"]
+
+
+@pytest.mark.parametrize("name", [*SERVERS, "koa", "hono"])
+def test_the_contract_adds_no_request_listener_unless_asked(servers_dir, tmp_path, name):
+    # The framework's own listener only; NODEBENCH_PROBE=hook prepends the contract's, which then sees each request
+    # first.
+    assert request_listeners(servers_dir, name, tmp_path)[0] == 1
+    assert request_listeners(servers_dir, name, tmp_path, **HOOK) == (2, "onRequest")
+
+
+def test_an_unknown_probe_mode_is_refused(servers_dir):
+    env = {"PATH": os.environ["PATH"], "PORT": str(procs.free_port()), "NODEBENCH_PROBE": "bare"}
+    res = subprocess.run(["node", "node-http.js"], cwd=servers_dir, env=env, capture_output=True, text=True, timeout=30)
+    assert res.returncode == 2 and "NODEBENCH_PROBE must be unset or 'hook', got \"bare\"" in res.stderr
+
+
+@pytest.mark.parametrize("name", ["node-http", "fastify"])
+def test_without_the_hook_the_window_counts_nothing_and_waits_for_nothing(start, locked_users, name):
+    s = start(name)
+    s.get("/__elu/start")
+    assert keep_alive_requests(s.port, 100) == 100
+    # A request held in flight at the stop: nothing waits for it, and the window closes at once.
+    lookups = []
+    lookup = threading.Thread(target=blocked_lookup, args=(s.port, lookups))
+    lookup.start()
+    wait_db_busy(s, 1)
+    t0 = time.monotonic()
+    stop = s.get("/__elu/stop")
+    assert time.monotonic() - t0 < 0.25
+    counts = ("requests", "statuses", "aborted", "in_flight_at_stop", "drain_ms", "drained", "in_flight_after_drain")
+    assert {k: stop[k] for k in counts} == dict.fromkeys(counts)
+    assert 0 < stop["utilization"] <= 1 and stop["active_ms"] > 0
+    assert stop["mono_stop_ms"] - stop["mono_start_ms"] == pytest.approx(stop["wall_ms"], abs=0.01)
+    verify.check_elu(stop)  # no drain is no failed drain
+    sample = s.get("/__elu/sample")
+    assert (sample["completed"], sample["in_flight"], sample["db_busy"]) == (None, None, 1)
+    locked_users()
+    lookup.join(10)
+    assert lookups[0][0] == 200
+    procs.wait_for(lambda: s.get("/__elu/sample")["db_busy"] == 0, 10, what="the pool to be idle")

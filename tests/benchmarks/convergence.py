@@ -6,7 +6,8 @@ For express and fastify on `empty` and `point-lookup` at 50 connections, in roun
 cell once per round, shuffled), the harness starts the server and its private database
 exactly as a measurement job does, verifies the answer, then loads the server for one
 continuous run of REFERENCE_END seconds while this script reads the server's cumulative
-counters (GET /__elu/sample: event-loop busy time and completed responses) every
+counters (GET /__elu/sample: event-loop busy time and completed responses, counted by the
+per-request hook, NODEBENCH_PROBE=hook, which this study switches on) every
 SAMPLE_S seconds. Event-loop CPU per request over any stretch [a, b] of the run is then
 (busy(b) - busy(a)) * 1000 / (completed(b) - completed(a)), with both counters
 interpolated linearly between samples. Each warm-up w and window d (the pipeline's
@@ -65,7 +66,8 @@ def one_run(workload: str, name: str, client: str, log) -> list[dict]:
     cell = Cell(name, workload, CONNECTIONS, 1, client, Stop("duration", REFERENCE_END))
     config = yaml.safe_load((REPO / "config.yaml").read_text())
     database = {"dsn": "", "run_as": config["database"]["run_as"], "settings": config["database"]["settings"]}
-    opts = Options(0.0, config["pool_size"], 0, database, "auto", "node")
+    # The running count of completed responses needs the per-request hook (the pipeline runs without it).
+    opts = Options(0.0, config["pool_size"], 0, database, "auto", "node", probe="hook")
     fixture = WORKLOADS[workload].answer_fixture
     paths = Paths(
         server_file=(REPO / "servers" / f"{name}.js").resolve(),

@@ -2,25 +2,33 @@
 
     .venv/bin/python tests/benchmarks/precision.py [--rounds 10] [--workloads empty,point-lookup]
         [--connections 50] [--warmup 3] [--duration 5] [--no-bare] [--json out.json] [--keep DIR]
+        [--calibrate]
 
 Measures the default servers (config.yaml's, with the A/A twin of its control) on the given
 workloads at one connection count, in rounds, through the real pipeline in a copy of this
 checkout (each round is one `snakemake data/overall/runs.parquet` with `rounds` raised by one,
 so round r is measured whole before round r + 1). After each round, unless --no-bare, every
-server is also measured without the instrument's per-request hook (NODEBENCH_PROBE=bare) by
-plain wrk on the same CPUs, with nothing else running: the instrument's cost is the paired
-ratio of the pipeline's figure to that one, on `empty` (the cheapest workload, where a fixed
-cost per request weighs most).
+server is also measured bare (the contract as the pipeline runs it, which touches no request)
+by plain wrk on the same CPUs, with nothing else running, and again with the old per-request
+hook (NODEBENCH_PROBE=hook), and with no instrument at all (not even the ELU window: the
+main thread's on-CPU time read from outside only), in an order shuffled per round: the
+harness's cost is the paired ratio of the pipeline's figure to the bare one, on `empty` (the
+cheapest workload, where a fixed cost per request weighs most), the hook's that of hook to
+bare, and, on on-CPU time, each of pipeline, window and hook against no instrument.
 
 Prints, for each figure (us_per_req_elu, us_per_req_oncpu, us_per_req_threads):
 - the A/A twin's ratio per workload: median and order-statistic interval over rounds;
 - the round-to-round CV of every cell: median and worst;
 - every headline comparison (each server against express and against the control, paired by
   round): the log half-width of its interval at 5 rounds, at 6 and at 10 (where measured);
-- the instrument's cost per server (pipeline / bare), median and interval.
+- the instrument's cost per server (pipeline / bare) and the hook's (hook / bare), median and interval;
+- on main-thread on-CPU time, the pipeline, the window alone and the hook against no instrument at all.
+With --calibrate it writes the pipeline's cost against no instrument, per server, to
+data/calibration/instrument.json, which every later main-matrix and workload report of this
+checkout shows (and is written again for).
 Takes about (servers + 1) x workloads x (warm-up + window + 1.5 s) per round, plus
-servers x (warm-up + window + 1 s) for the bare runs: 12 minutes for 6 rounds of the
-default five servers on two workloads at 3 s + 5 s. Nothing else may measure meanwhile.
+3 x servers x (warm-up + window + 1 s) for the runs under plain wrk: about 25 minutes for 6 rounds
+of the default five servers on two workloads at 3 s + 5 s. Nothing else may measure meanwhile.
 """
 
 import argparse
@@ -74,9 +82,19 @@ def wrk(port: int, path: str, connections: int, seconds: int, cpu: int) -> dict:
     return json.loads(next(line for line in out.splitlines() if line.startswith('{"wrk_report"')))
 
 
-def bare_run(project: Path, server: str, args, port: int, cpus: tuple[int, int]) -> dict:
-    """The server without the per-request hook, under plain wrk: ELU and main-thread CPU per request."""
-    env = {**os.environ, "PORT": str(port), "NODE_ENV": "production", "NODEBENCH_PROBE": "bare", "PGPORT": "1"}
+#: The instrument in a run under plain wrk: "bare" (the contract as the pipeline runs it: no per-request hook, the
+#: ELU window opened and closed around wrk's run), "hook" (the old per-request hook as well) or "none" (not even
+#: the window: only the main thread's on-CPU time, read from outside, so ELU is not measured).
+PROBES = ("bare", "hook", "none")
+
+
+def bare_run(project: Path, server: str, args, port: int, cpus: tuple[int, int], probe: str = "bare") -> dict:
+    """The server under plain wrk, as the pipeline runs it (probe "bare") or with the per-request hook ("hook"):
+    ELU and main-thread CPU per request over wrk's count."""
+    env = {**os.environ, "PORT": str(port), "NODE_ENV": "production", "PGPORT": "1"}
+    env.pop("NODEBENCH_PROBE", None)
+    if probe == "hook":
+        env["NODEBENCH_PROBE"] = "hook"
     proc = subprocess.Popen(
         ["taskset", "-c", str(cpus[0]), "node", f"{server}.js"], cwd=project / "servers", env=env,
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -89,14 +107,16 @@ def bare_run(project: Path, server: str, args, port: int, cpus: tuple[int, int])
         def get(path):
             return json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10).read())
 
-        get("/__elu/start")
+        window = probe != "none"
+        if window:
+            get("/__elu/start")
         t0 = thread_schedstat(proc.pid)[proc.pid][0]
         report = wrk(port, "/static/1", args.connections, args.duration, cpus[1])
         t1 = thread_schedstat(proc.pid)[proc.pid][0]
-        elu = get("/__elu/stop")
+        elu = get("/__elu/stop") if window else None
         n = report["requests"]
-        return {"us_per_req_elu": elu["active_ms"] * 1000 / n, "us_per_req_oncpu": (t1 - t0) / 1e3 / n,
-                "req_per_s": n / (report["duration_us"] / 1e6)}  # fmt: skip
+        return {"us_per_req_elu": elu["active_ms"] * 1000 / n if window else float("nan"),
+                "us_per_req_oncpu": (t1 - t0) / 1e3 / n, "req_per_s": n / (report["duration_us"] / 1e6)}  # fmt: skip
     finally:
         proc.terminate()
         proc.wait(10)
@@ -112,6 +132,13 @@ def paired(runs: pd.DataFrame, figure: str, a: str, b: str, workload: str) -> np
     if a not in w or b not in w:
         return np.array([])
     return (w[a] / w[b]).to_numpy()
+
+
+def interval(ratios: np.ndarray) -> dict:
+    """Median and order-statistic interval of paired ratios, with how many there were."""
+    m, lo, hi, n, _ = (float(x[0]) for x in median_interval(ratios[None, :]))
+    return {"median": m, "lo": lo, "hi": hi, "n": int(n), "min": float(np.nanmin(ratios)),
+            "max": float(np.nanmax(ratios))}  # fmt: skip
 
 
 def summarise(runs: pd.DataFrame, bare: pd.DataFrame, control: str) -> dict:
@@ -142,13 +169,30 @@ def summarise(runs: pd.DataFrame, bare: pd.DataFrame, control: str) -> dict:
                     m = float(np.nanmedian(r)) if r.size else float("nan")
                     res["half_widths"][f"{w}: {s}/{base}"] = {"median": m, **{str(k): v for k, v in hw.items()}}
         if not bare.empty and fig in bare:
-            cost = {}
+            cost, hook = {}, {}
             piped = runs[runs["workload"] == "empty"].set_index(["server", "round"])[fig]
-            for s, rows in bare.groupby("server"):
-                r = np.array([piped.get((s, rnd), np.nan) / v for rnd, v in zip(rows["round"], rows[fig], strict=True)])
-                m, lo, hi, n, _ = (float(x[0]) for x in median_interval(r[None, :]))
-                cost[s] = {"median": m, "lo": lo, "hi": hi, "n": int(n)}
+            plain = bare[bare["probe"] == "bare"]
+            hooked = bare[bare["probe"] == "hook"].set_index(["server", "round"])[fig]
+            for s, rows in plain.groupby("server"):
+                pairs = list(zip(rows["round"], rows[fig], strict=True))
+                cost[s] = interval(np.array([piped.get((s, rnd), np.nan) / v for rnd, v in pairs]))
+                h = np.array([hooked.get((s, rnd), np.nan) / v for rnd, v in pairs])
+                if np.isfinite(h).any():
+                    hook[s] = interval(h[np.isfinite(h)])
             res["instrument_cost"] = cost
+            res["hook_cost"] = hook
+            # Against no instrument at all (no window either; on-CPU time only): the pipeline's whole cost, the
+            # window's alone, and the hook's.
+            nothing = bare[bare["probe"] == "none"].set_index(["server", "round"])[fig]
+            against = {}
+            if np.isfinite(nothing.to_numpy(dtype=float)).any():
+                for label, mine in (("pipeline", piped), ("window", plain.set_index(["server", "round"])[fig]),
+                                    ("hook", hooked)):  # fmt: skip
+                    for (srv, rnd), v in nothing.items():
+                        against.setdefault(label, {}).setdefault(srv, []).append(mine.get((srv, rnd), np.nan) / v)
+                against = {lab: {srv: interval(np.array(v)[np.isfinite(v)]) for srv, v in per.items()
+                                 if np.isfinite(v).any()} for lab, per in against.items()}  # fmt: skip
+            res["against_nothing"] = against
         out[fig] = res
     return out
 
@@ -177,7 +221,42 @@ def report(summary: dict) -> str:
             lines.append(
                 f"instrument cost, {s} on empty: pipeline / bare {c['median']:.4f} [{c['lo']:.4f}-{c['hi']:.4f}]"
             )
+        for s, c in res.get("hook_cost", {}).items():
+            lines.append(
+                f"hook cost, {s} on empty: hook / bare {c['median']:.4f} [{c['lo']:.4f}-{c['hi']:.4f}] "
+                f"(min {c['min']:.4f}, max {c['max']:.4f}, n={c['n']})"
+            )
+        for label, per in res.get("against_nothing", {}).items():
+            for s, c in per.items():
+                lines.append(
+                    f"{label} / no instrument, {s} on empty: {c['median']:.4f} [{c['lo']:.4f}-{c['hi']:.4f}] "
+                    f"(min {c['min']:.4f}, max {c['max']:.4f}, n={c['n']})"
+                )
     return "\n".join(lines)
+
+
+#: Where --calibrate writes the instrument's cost (nodebench.targets.CALIBRATION; the reports read it).
+CALIBRATION = REPO / "data" / "calibration" / "instrument.json"
+
+
+def write_calibration(summary: dict, runs: pd.DataFrame, rounds: int) -> None:
+    """The pipeline's main-thread CPU per request over no instrument at all, per server on `empty`, with the
+    window's and the hook's alone beside it, for every later report of this checkout to show."""
+    against = summary.get("us_per_req_oncpu", {}).get("against_nothing", {})
+    if not against.get("pipeline"):
+        sys.exit("--calibrate needs the runs under plain wrk (no --no-bare) on `empty`, in at least two rounds")
+    cal = {
+        "date": time.strftime("%Y-%m-%d"),
+        "cpu_model": str(runs["cpu_model"].iloc[0]),
+        "rounds": rounds,
+        "figure": "us_per_req_oncpu",
+        "servers": against["pipeline"],
+        "window_only": against.get("window", {}),
+        "hook": against.get("hook", {}),
+    }
+    CALIBRATION.parent.mkdir(parents=True, exist_ok=True)
+    CALIBRATION.write_text(json.dumps(cal, indent=1, default=float) + "\n")
+    print(f"calibration written to {CALIBRATION.relative_to(REPO)}")
 
 
 def main() -> None:
@@ -189,6 +268,7 @@ def main() -> None:
     ap.add_argument("--duration", type=int, default=5)
     ap.add_argument("--no-bare", action="store_true")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--calibrate", action="store_true", help="write the instrument's cost per server for the reports")
     ap.add_argument("--keep", type=Path, help="measure in this directory and keep it (default: a temporary one)")
     args = ap.parse_args()
     default = yaml.safe_load((REPO / "config.yaml").read_text())
@@ -212,10 +292,11 @@ def main() -> None:
             if res.returncode:
                 sys.exit(f"round {r}: snakemake failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
             if not args.no_bare and "empty" in workloads:
-                order = servers[:]
+                order = [(s, p) for s in servers for p in PROBES]
                 random.Random(r).shuffle(order)
-                for i, s in enumerate(order):
-                    bare_rows.append({"server": s, "round": r, **bare_run(project, s, args, 19000 + 10 * r + i, cpus)})
+                for i, (s, p) in enumerate(order):
+                    port = 19000 + 20 * r + i
+                    bare_rows.append({"server": s, "round": r, "probe": p, **bare_run(project, s, args, port, cpus, p)})
             took = time.monotonic() - started
             print(f"round {r} of {args.rounds} measured ({took / 60:.1f} min so far, "
                   f"{took / r * (args.rounds - r) / 60:.1f} min to go)", flush=True)  # fmt: skip
@@ -229,6 +310,8 @@ def main() -> None:
         print(text)
         if args.json:
             args.json.write_text(json.dumps({"summary": summary, "bare": bare_rows}, indent=1, default=float))
+        if args.calibrate:
+            write_calibration(summary, runs, args.rounds)
     finally:
         if not args.keep:
             shutil.rmtree(where, ignore_errors=True)

@@ -53,15 +53,27 @@ def test_zero_requests_is_not_a_result():
 
 
 @pytest.mark.parametrize(
-    ("queries", "server_requests", "per_request", "ok"),
-    [(1000, 1000, 1, True), (1001, 1000, 1, False), (999, 1000, 1, False), (0, 1000, 0, True), (3, 1000, 0, False)],
+    ("queries", "requests", "per_request", "ok"),
+    [
+        (1000, 1000, 1, True),
+        (1050, 1000, 1, True),  # every one of the 50 connections' outstanding requests ran its query
+        (1051, 1000, 1, False),
+        (999, 1000, 1, False),  # a counted response whose query did not run
+        (2000, 1000, 1, False),  # two queries a request where the workload claims one
+        (2000, 1000, 2, True),
+        (2100, 1000, 2, True),
+        (2101, 1000, 2, False),
+        (1000, 1000, 2, False),
+        (0, 1000, 0, True),
+        (3, 1000, 0, False),
+    ],
 )
-def test_database_counter_must_match_the_requests_the_server_saw(queries, server_requests, per_request, ok):
+def test_database_counter_must_match_the_requests_the_client_counted(queries, requests, per_request, ok):
     if ok:
-        verify.check_database(queries, server_requests, per_request)
+        verify.check_database(queries, requests, per_request, connections=50)
     else:
-        with pytest.raises(errors.RunError, match=f"ran {queries} workload queries for the {server_requests}"):
-            verify.check_database(queries, server_requests, per_request)
+        with pytest.raises(errors.RunError, match=f"ran {queries} workload queries for the {requests} requests"):
+            verify.check_database(queries, requests, per_request, connections=50)
 
 
 def test_every_response_must_have_the_verified_size():
@@ -70,9 +82,11 @@ def test_every_response_must_have_the_verified_size():
         verify.check_bytes(4490, 10, 450)
 
 
-def test_derive_cpu_per_request_pairs_the_server_window_with_its_requests():
-    # The client counted 19,950 responses in 1.995 s; the server saw 20,000 requests in its 2.0 s window.
-    load = {"requests": 19_950, "bytes": 5_386_500}
+@pytest.mark.parametrize("server_count", [None, 20_050])
+def test_derive_cpu_per_request_pairs_the_server_window_with_the_clients_count(server_count):
+    # The client counted 20,000 responses in its 1.995 s run, inside the server's 2.0 s window. A server run with
+    # NODEBENCH_PROBE=hook also counts its own (here 50 more: answered, never read); the figures ignore it.
+    load = {"requests": 20_000, "bytes": 5_400_000}
     elu = {
         "utilization": 0.5,
         "idle_ms": 1000.0,
@@ -80,12 +94,13 @@ def test_derive_cpu_per_request_pairs_the_server_window_with_its_requests():
         "cpu_user_us": 800_000,
         "cpu_system_us": 200_000,
         "wall_ms": 2000.0,
-        "requests": 20_000,
+        "requests": server_count,
     }
     d = record.derive(load, 1.995, elu)
-    assert d["req_per_s"] == 10_000
-    assert d["client_req_per_s"] == pytest.approx(10_000)
+    assert d["req_per_s"] == 10_000  # on the ELU's clock: 20,000 / (1,000 + 1,000 ms)
+    assert d["client_req_per_s"] == pytest.approx(20_000 / 1.995)
     assert d["us_per_req_elu"] == pytest.approx(50.0)  # 0.5 * 1e6 / 10,000 = 1,000 ms active / 20,000
+    assert d["us_per_req_elu"] * d["req_per_s"] / 1e6 == pytest.approx(elu["utilization"], rel=1e-12)
     assert d["us_per_req_cpu"] == pytest.approx(50.0)  # 1,000,000 us / 20,000
     assert d["server_cpu_util"] == pytest.approx(0.5)
 
@@ -177,6 +192,31 @@ def test_records_from_before_a_field_existed_read_as_null(tmp_path: Path):
     assert frame.loc["fastify", "preempted"] and frame.loc["fastify", "server_aborted"] == 3
     assert frame.loc["fastify", "db_cpu_util"] == 0.25
     frame.reset_index().to_parquet(tmp_path / "runs.parquet", index=False)
+
+
+SERVER_COUNT = ["server_requests", "server_statuses", "server_aborted", "server_in_flight_at_stop", "server_drain_ms"]
+
+
+def test_records_without_the_servers_count_validate_and_read_as_null(tmp_path: Path):
+    # Since the window touches no request the server keeps no count: today's records carry nulls, older ones theirs.
+    today = make_record(server="fastify", workload="empty", **dict.fromkeys(SERVER_COUNT))
+    older = make_record(server="express", workload="empty", server_requests=1050, server_statuses={"200": 1050})
+    for i, r in enumerate([today, older]):
+        (tmp_path / f"{i}.json").write_text(json.dumps(r))
+    paths = sorted(tmp_path.glob("*.json"))
+    frame = aggregate.to_frame(aggregate.load_records(paths, RUN_SCHEMA), RUN_SCHEMA).set_index("server")
+    assert str(frame["server_requests"].dtype) == "Int64"
+    assert frame.loc["fastify", ["server_requests", "server_aborted", "server_drain_ms"]].isna().all()
+    assert frame.loc["express", "server_requests"] == 1050
+    # Every figure per request still needs the client's count.
+    with pytest.raises(ValueError, match="requests"):
+        aggregate.load_records([_write(tmp_path / "bad.json", {k: v for k, v in today.items() if k != "requests"})],
+                               RUN_SCHEMA)  # fmt: skip
+
+
+def _write(path: Path, record: dict) -> Path:
+    path.write_text(json.dumps(record))
+    return path
 
 
 def test_records_written_under_the_old_field_names_read_as_todays(tmp_path: Path):
@@ -279,16 +319,27 @@ def test_server_request_count_must_match_the_client():
         verify.check_server_requests(999, 1000, 50, aborted=1)
 
 
-def test_aborted_requests_ran_their_queries_too():
-    verify.check_database(1010, 1000, 1, aborted=10)
-    with pytest.raises(errors.RunError, match="for the 1000 requests the server received and 10 aborted"):
-        verify.check_database(1000, 1000, 1, aborted=10)
+def test_the_database_bound_names_the_outstanding_requests():
+    with pytest.raises(errors.RunError, match=r"expected 1000 to 1010: 1 per request.* each of the 10 connections"):
+        verify.check_database(1011, 1000, 1, connections=10)
+    verify.check_database(1000, 1000, 1, connections=0)  # a fixed-count run with nothing outstanding
+    with pytest.raises(errors.RunError, match="expected 1000 to 1000"):
+        verify.check_database(1001, 1000, 1, connections=0)
+
+
+def test_statuses_the_server_did_not_count_are_the_clients_to_check():
+    verify.check_statuses(None, 200)  # no hook: check_load and check_bytes check them
+    verify.check_statuses({"200": 5}, 200)
+    with pytest.raises(errors.RunError, match="answered 5 x HTTP 200, 1 x HTTP 201"):
+        verify.check_statuses({"200": 5, "201": 1}, 200)
 
 
 def test_a_window_that_did_not_drain_is_not_a_result():
     elu = {"utilization": 0.5, "wall_ms": 1000.0, "drained": True, "in_flight_at_stop": 3, "drain_ms": 1.2}
     verify.check_elu(elu)
     verify.check_elu({"utilization": 0.5, "wall_ms": 1000.0})  # a server from before the drain
+    # A server without the hook waits for nothing and says so with nulls.
+    verify.check_elu({"utilization": 0.5, "wall_ms": 1000.0, "drained": None, "in_flight_at_stop": None})
     stuck = {**elu, "drained": False, "in_flight_after_drain": 2, "drain_ms": 2000.4}
     with pytest.raises(errors.RunError, match="still had 2 of the window's 3 requests in flight 2000 ms after"):
         verify.check_elu(stuck)
@@ -359,7 +410,7 @@ def test_query_counter_past_the_expected_count_settles_and_reports_it():
     got = verify.settled_count(admin, expected=150, interval=0.001)
     assert got == 170
     with pytest.raises(errors.RunError, match="ran 70 workload queries"):
-        verify.check_database(got - 100, 50, 1)
+        verify.check_database(got - 100, 50, 1, connections=10)
 
 
 PROC_STAT = """cpu  900 0 300 5000 100 0 10 0 0 0

@@ -16,31 +16,33 @@ from nodebench.harness.hostsample import disturbance, window_figures
 def derive(load: dict, window_s: float, elu: dict) -> dict:
     """Rates and CPU per request from the raw counts of one measured window.
 
-    The server's figures use the server's own window and the requests it completed in
-    that window (it closes the window only once the requests in flight have finished), so
-    time and count cover the same work (the client stops counting while its last
-    requests, one per connection, are still being served).
+    The count is the load generator's (the server touches no request): every response it
+    read was sent inside the server's window, which opens before the client starts and
+    closes after it exits. What the window holds beyond that is the work, done in part,
+    of each connection's one request outstanding when the client stopped: at most
+    `connections` requests uncounted, so the figures per request are upper bounds, by
+    connections / requests at most (docs/measurement.md, "What the window counts").
     """
     # The ELU's own clock (idle + active), so that ELU x 1e6 / req_per_s is exactly active time per request.
     server_window_s = (elu["idle_ms"] + elu["active_ms"]) / 1000.0
-    server_requests = elu["requests"]
-    req_per_s = server_requests / server_window_s
+    requests = load["requests"]
+    req_per_s = requests / server_window_s
     cpu_us = elu["cpu_user_us"] + elu["cpu_system_us"]
     return {
         "req_per_s": req_per_s,
         "client_req_per_s": load["requests"] / window_s,
         "bytes_per_s": load["bytes"] / window_s,
         "us_per_req_elu": elu["utilization"] * 1e6 / req_per_s,
-        "us_per_req_cpu": cpu_us / server_requests,
+        "us_per_req_cpu": cpu_us / requests,
         "server_cpu_util": cpu_us / (elu["wall_ms"] * 1000.0),
     }
 
 
-def server_cpu_figures(host: tuple, server_pid: int, elu: dict) -> dict:
+def server_cpu_figures(host: tuple, server_pid: int, elu: dict, requests: int) -> dict:
     """The disturbance measured from outside the server (hostsample.disturbance), the main thread's and all
-    threads' on-CPU time per request, and whether the run was disturbed (catalogue/preemption.py)."""
+    threads' on-CPU time per request (requests: the load generator's count, as in derive), and whether the run
+    was disturbed (catalogue/preemption.py)."""
     got = disturbance(*host, server_pid)
-    requests = elu["requests"]  # the same count as us_per_req_elu's and us_per_req_cpu's
     per_req = lambda ms: None if ms is None or requests <= 0 else ms * 1000.0 / requests  # noqa: E731
     share = got["stolen_share"]
     return {
@@ -231,8 +233,11 @@ def build(o: dict, facts: dict) -> dict:
         "elu_active_ms": elu["active_ms"],
         "elu_utilization": elu["utilization"],
         "elu_window_ms": elu["wall_ms"],
-        "server_requests": elu["requests"],
-        "server_statuses": {str(k): int(v) for k, v in (elu.get("statuses") or {}).items()},
+        # The server's own count: null since the window touches no request (NODEBENCH_PROBE=hook only).
+        "server_requests": elu.get("requests"),
+        "server_statuses": None
+        if elu.get("statuses") is None
+        else {str(k): int(v) for k, v in elu["statuses"].items()},
         "server_aborted": elu.get("aborted"),
         "server_in_flight_at_stop": elu.get("in_flight_at_stop"),
         "server_drain_ms": elu.get("drain_ms"),
@@ -247,11 +252,11 @@ def build(o: dict, facts: dict) -> dict:
         "client_cpu_util": (out["client_cpu_user_us"] + out["client_cpu_system_us"]) / (window_s * 1e6),
         "db_counter": "pg_stat_statements.calls",
         "db_queries": o["queries"],
-        "db_queries_per_request": o["queries"] / (elu["requests"] + elu.get("aborted", 0)),
+        "db_queries_per_request": o["queries"] / load["requests"],
         **derive(load, window_s, elu),
         **preemption(elu),
         **window_figures(*out.get("host", (None, None)), elu),
-        **server_cpu_figures(out.get("host", (None, None)), o["who"]["pid"], elu),
+        **server_cpu_figures(out.get("host", (None, None)), o["who"]["pid"], elu, load["requests"]),
         "cpu_shared": o["server_cpus"] == o["client_cpus"],
         "server_cpus": ",".join(map(str, o["server_cpus"])),
         "client_cpus": ",".join(map(str, o["client_cpus"])),

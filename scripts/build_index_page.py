@@ -30,6 +30,7 @@ def main(sm) -> None:
         elsewhere=[(name, f"../{name}/index.html", what) for name, what in sm.params.elsewhere],
         ledger_href="../claims/index.html" if sm.params.ledger else None,
         look=json.loads(Path(sm.input.look).read_text()) if "look" in sm.input.keys() else None,
+        calibration=json.loads(Path(sm.input.calibration).read_text()) if "calibration" in sm.input.keys() else None,
     )
     Path(sm.output.page).write_text(page)
     Path(sm.log[0]).write_text(f"{len(specs)} charts -> {sm.output.page} ({len(page):,} bytes)\n")

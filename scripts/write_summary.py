@@ -28,7 +28,9 @@ def main(sm) -> None:
     else:
         # The main matrix's summary reads only the runs' provenance and sessions (and counts them).
         runs = pd.read_parquet(sm.input.runs, columns=markdown.RUN_COLUMNS)
-        text = markdown.render(runs, metrics, pd.read_parquet(sm.input.scores), now, look=look)
+        # The instrument's measured cost on this machine, where tests/benchmarks/precision.py --calibrate wrote it.
+        calibration = json.loads(Path(sm.input.calibration).read_text()) if "calibration" in sm.input.keys() else None
+        text = markdown.render(runs, metrics, pd.read_parquet(sm.input.scores), now, look=look, calibration=calibration)
     Path(sm.output.summary).write_text(text)
     Path(sm.log[0]).write_text(f"summary of {len(runs)} runs -> {sm.output.summary}\n")
 

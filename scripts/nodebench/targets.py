@@ -27,6 +27,9 @@ MANIFEST = "reports/{scope}/all"
 #: A scope's results to take away (nodebench.analysis.results): the answer as CSV and as JSON with its provenance.
 RESULTS_CSV = "reports/{scope}/results.csv"
 RESULTS_JSON = "reports/{scope}/results.json"
+#: The instrument's measured cost on this machine (tests/benchmarks/precision.py --calibrate): read by the main
+#: matrix's and each workload's report where it exists, and a report is written again when it changes.
+CALIBRATION = "data/calibration/instrument.json"
 #: The A/B target's check against config's ab.fail_above, written only when it passes.
 AB_CHECK = "reports/{scope}/threshold-check.txt"
 CHART = "reports/{scope}/charts/{chart}.{ext}"
@@ -477,6 +480,8 @@ class Targets:
         block = self.block_of(scope)
         if self.looks(block):
             inputs["look"] = self.look_path(block, self.rounds(block))
+        if os.path.exists(CALIBRATION) and "stopping" not in inputs:
+            inputs["calibration"] = CALIBRATION
         return inputs
 
     def outputs(self, scope: str) -> list[str]:

@@ -280,3 +280,14 @@ def test_an_adaptive_summary_states_the_coverage_under_the_stopping_rule_for_the
     text = markdown.comparisons(m, look)
     stated = intervals.percent(looks.stated_coverage([6, 10]))
     assert stated == "95.38" and f"at least {stated} %" in text and "96.88 %" not in text
+
+
+def test_a_measured_calibration_is_an_input_of_the_main_reports_only(tmp_path, monkeypatch):
+    t = targets.Targets(copy.deepcopy(shipped()))
+    monkeypatch.chdir(tmp_path)
+    assert "calibration" not in t.summary_inputs(targets.OVERALL)
+    (tmp_path / targets.CALIBRATION).parent.mkdir(parents=True)
+    (tmp_path / targets.CALIBRATION).write_text("{}")
+    assert t.summary_inputs(targets.OVERALL)["calibration"] == targets.CALIBRATION
+    experiment = next(s for s in t.scopes if "stopping" in t.tables(s))
+    assert "calibration" not in t.summary_inputs(experiment)

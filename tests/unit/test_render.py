@@ -419,3 +419,23 @@ def test_an_all_disturbed_pair_is_said_to_be_unchecked_and_a_noisy_machine_leads
     assert "3 of 15 runs measured again because another task or the hypervisor took the server's CPU, 3 still" in text
     quiet = summary_of(known_ratio_runs().assign(disturbed=False, measurement_count=1))
     assert "too noisy" not in quiet and "cannot be checked" not in quiet
+
+
+def test_every_report_says_what_the_instrument_adds_and_its_measured_cost_where_measured(synthetic_runs):
+    runs = synthetic_runs.assign(server_requests=None)
+    runs.loc[runs.index[0], ["requests", "connections"]] = [1000, 200]  # one run with a large bound: 20 %
+    line = markdown.instrument_line(runs)
+    assert line.startswith("**The instrument**: no request is touched") and "at most 20.000% here" in line, line
+    assert "has not been measured on this checkout" in line and "precision.py --calibrate" in line
+    cal = {"date": "2026-12-05", "cpu_model": "Test CPU", "rounds": 6,
+           "servers": {"fastify": {"median": 1.004, "lo": 0.99, "hi": 1.02}}}  # fmt: skip
+    line = markdown.instrument_line(runs, cal)
+    assert "measured on 2026-12-05 on Test CPU" in line and "fastify +0.4% [-1.0%, +2.0%]" in line, line
+    # Older records counted by the hook are said to be.
+    runs.loc[runs.index[:3], "server_requests"] = 10
+    assert "3 of" in markdown.instrument_line(runs) and "older records" in markdown.instrument_line(runs)
+    # The summary carries it.
+    scores = metrics.geomean_scores(metrics.compute_metrics(synthetic_runs))
+    text = markdown.render(synthetic_runs, metrics.compute_metrics(synthetic_runs), scores,
+                           pd.Timestamp("2026-01-02", tz="UTC").to_pydatetime(), calibration=cal)  # fmt: skip
+    assert "**The instrument**:" in text and "fastify +0.4%" in text

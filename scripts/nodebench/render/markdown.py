@@ -46,7 +46,8 @@ PROVENANCE = [
 #: Every column of the runs the summary and the index page read: the provenance, and what
 #: it takes to name the pairs of runs that different Snakemake sessions measured.
 RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "round", "session", "server_startup_ms",
-               "rss_peak_mb", "heap_used_peak_mb", "disturbed", "preempted", "measurement_count"]  # fmt: skip
+               "rss_peak_mb", "heap_used_peak_mb", "disturbed", "preempted", "measurement_count",
+               "requests", "server_requests"]  # fmt: skip
 #: A report leads with "this machine was too noisy" when more than this share of its runs were still disturbed
 #: after being measured again (harness/remeasure.py).
 TOO_NOISY_SHARE = 0.10
@@ -316,6 +317,42 @@ def too_noisy(runs: pd.DataFrame) -> str:
     )
 
 
+def instrument_line(runs: pd.DataFrame, calibration: dict | None = None) -> str:
+    """What the instrument adds to each figure per request: the bound on the count (the load generator's count
+    leaves at most one request per connection uncounted, so every figure per request is high by at most
+    connections / requests), and, where tests/benchmarks/precision.py --calibrate measured this machine, each
+    server's cost against no instrument at all."""
+    if "requests" not in runs or "connections" not in runs or not len(runs):
+        return ""
+    requests = pd.to_numeric(runs["requests"], errors="coerce")
+    share = pd.to_numeric(runs["connections"], errors="coerce") / requests
+    hooked = int(pd.to_numeric(runs.get("server_requests"), errors="coerce").notna().sum()) if (
+        "server_requests" in runs) else 0  # fmt: skip
+    parts = [
+        "no request is touched: each window's count is the load generator's, whose run lies inside it, so a figure "
+        "per request is high by at most one uncounted request per connection: connections / requests, at most "
+        f"{share.max():.3%} here (median {share.median():.3%})"
+    ]
+    if hooked:
+        parts.append(f"{hooked} of {len(runs)} runs are older records, counted by the per-request hook, which cost the "
+                     "cheapest server about 2 % per request")  # fmt: skip
+    if calibration:
+        per = calibration.get("servers", {})
+        figures = ", ".join(
+            f"{srv} {c['median'] - 1:+.1%} [{c['lo'] - 1:+.1%}, {c['hi'] - 1:+.1%}]" for srv, c in sorted(per.items())
+        )
+        parts.append(
+            f"measured on {calibration.get('date', '?')} on {calibration.get('cpu_model', '?')} against no instrument "
+            f"at all (main-thread CPU per request on `empty`, {calibration.get('rounds', '?')} rounds): {figures}"
+        )
+    else:
+        parts.append(
+            "its cost against no instrument at all has not been measured on this checkout "
+            "(`.venv/bin/python tests/benchmarks/precision.py --calibrate` measures it and every later report shows it)"
+        )
+    return "**The instrument**: " + "; ".join(parts) + "."
+
+
 def machine_line(runs: pd.DataFrame) -> str:
     """Where, with what and when the runs were measured, from their provenance columns.
 
@@ -442,9 +479,12 @@ def _preemption(mine: dict, names: dict) -> str:
     return "; ".join(parts)
 
 
-def opening(runs: pd.DataFrame, metrics: pd.DataFrame, look: dict | None = None) -> list[Block]:
-    """What the report leads with: the answer per workload, the machine's state, its provenance, warnings; and
-    with adaptive rounds (look), where they stopped."""
+def opening(
+    runs: pd.DataFrame, metrics: pd.DataFrame, look: dict | None = None, calibration: dict | None = None
+) -> list[Block]:
+    """What the report leads with: the answer per workload, the machine's state, what the instrument adds
+    (calibration: tests/benchmarks/precision.py --calibrate's file, where it exists), its provenance, warnings;
+    and with adaptive rounds (look), where they stopped."""
     noisy = too_noisy(runs)
     blocks: list[Block] = [
         *([Para(noisy, "warning")] if noisy else []),
@@ -454,6 +494,7 @@ def opening(runs: pd.DataFrame, metrics: pd.DataFrame, look: dict | None = None)
         Para(comparisons(metrics, look)),
         *([Para(looks.sentence(look))] if look else []),
         Para(machine_state(runs, metrics)),
+        *([Para(line)] if (line := instrument_line(runs, calibration)) else []),
         Para(machine_line(runs)),
     ]
     if warning := cpu_model_warning(metrics):
@@ -833,12 +874,18 @@ def body(
 
 
 def render(
-    runs: pd.DataFrame, metrics: pd.DataFrame, scores: pd.DataFrame, generated_at: datetime, look: dict | None = None
+    runs: pd.DataFrame,
+    metrics: pd.DataFrame,
+    scores: pd.DataFrame,
+    generated_at: datetime,
+    look: dict | None = None,
+    calibration: dict | None = None,
 ) -> str:
-    """The whole summary document, as Markdown; look is where adaptive rounds stopped (None: fixed rounds)."""
+    """The whole summary document, as Markdown; look is where adaptive rounds stopped (None: fixed rounds);
+    calibration: the instrument's measured cost on this machine, where measured."""
     blocks = [
         Heading(1, "Summary"),
-        *opening(runs, metrics, look),
+        *opening(runs, metrics, look, calibration),
         *body(runs, metrics, scores),
         Para(f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs."),
     ]

@@ -79,6 +79,7 @@ def render(
     elsewhere: list[tuple[str, str, str]] = (),
     ledger_href: str | None = None,
     look: dict | None = None,
+    calibration: dict | None = None,
 ) -> str:
     """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart.
 
@@ -88,11 +89,12 @@ def render(
     elsewhere: the other reports, (name, href relative to the page, what it asks), linked at the end.
     ledger_href: the claims ledger's page, relative to this one, linked at the end when given.
     look: where adaptive rounds stopped (the block's last look), said after the opening; None for fixed rounds.
+    calibration: the instrument's measured cost on this machine (precision.py --calibrate), where it exists.
     """
     charts, embeds = chart_blocks(specs)
     if scores is not None:
         title = TITLE
-        opening = markdown.opening(runs, metrics, look)
+        opening = markdown.opening(runs, metrics, look, calibration)
         rest = markdown.body(runs, metrics, scores, limit=TABLE_ROWS, metrics_href=metrics_href)
     else:
         name, opening, rest = split_summary(summary_md)

@@ -404,3 +404,52 @@ def test_the_ledger_keeps_our_readings_apart_and_counts_a_restated_claim_once():
     assert "t-own" in seed_part and "restates t-own, counted once" in seed_part and "t-ours" not in seed_part
     assert "t-ours" in ours_part and "Figure tested (ours)" in ours_part
     assert claimfile.check([again]) == ["t-again: restates 't-own', which is no claim's id"]
+
+
+# --- claims that could not fail: rebuilt, or set apart as checks ---------------------------------------------------
+
+
+def _ledger_claim(cid: str) -> dict:
+    entry = next(c for c in yaml.safe_load((Path(__file__).resolve().parents[2] / "claims.yaml").read_text())["claims"]
+                 if c["id"] == cid)  # fmt: skip
+    # Synthetic runs all sit in one scope at 50 connections: the cells are chosen by workload and server alone.
+    cells = {
+        a: {k: v for k, v in sel.items() if k in ("workload", "server", "figure")} for a, sel in entry["cells"].items()
+    }
+    return entry | {"scope": "overall", "cells": cells}
+
+
+@pytest.mark.parametrize("cid, workload", [("001-body-parser", "small-body"), ("003-routes-gap", "routes-400")])
+def test_the_body_parser_and_router_claims_can_now_come_out_not_reproduced(cid, workload):
+    c = _ledger_claim(cid)
+    cost = lambda fastify_extra: runs(  # noqa: E731
+        {
+            (workload, "express"): [120.0] * 5,
+            (workload, "fastify"): [20.0 + fastify_extra] * 5,
+            ("hello", "express"): [100.0] * 5,
+            ("hello", "fastify"): [20.0] * 5,
+        },
+        figure="us_per_req_elu",
+    )
+    # Fastify adds 10 us where Express adds 20: the parser (or router) is cheaper.
+    assert verdict(c, cost(10.0)) == C.REPRODUCED
+    # Fastify adds 30 us, Express 20: Fastify is still cheaper per request in all (50 against 120 us), which the
+    # old statistic (f / e below 1) called reproduced, but its parser (or router) is the costlier: not reproduced.
+    row = C.evaluate_claim(c, cost(30.0))
+    assert row["verdict"] == C.NOT_REPRODUCED, row["reason"]
+
+
+def test_claims_that_cannot_fail_are_listed_as_checks_and_never_counted_as_reproduced():
+    from nodebench.render import ledger as L
+
+    listed = yaml.safe_load((Path(__file__).resolve().parents[2] / "claims.yaml").read_text())["claims"]
+    checks = {c["id"] for c in listed if c.get("check")}
+    assert {"003-block-wall", "003-block-identical", "003-cpu-pegged", "003-hang", "000-naive-cap",
+            "000-tail-is-penalty", "000-naive-dilutes", "001-over-10ms-noise"} <= checks  # fmt: skip
+    data = {"overall": ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35])}
+    table = C.ledger([claim(id="t-claim"), claim(id="t-check", check="an identity")], data)
+    text = L.markdown(table)
+    assert text.startswith("# The claims ledger") and "1 published claims from 1 seeds" in text
+    claims_part, checks_part = text.split("## Checks of the harness and the model")
+    assert "t-check" not in claims_part and "t-check" in checks_part and "an identity" in checks_part
+    assert "None is counted among the claims above" in checks_part

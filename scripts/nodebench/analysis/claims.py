@@ -523,6 +523,7 @@ def _blank(claim: Mapping) -> dict:
         "source": claim.get("source", ""),
         "derived": bool(claim.get("derived", False)),
         "restates": claim.get("restates") or "",
+        "check": claim.get("check") or "",
         "quote": claim["quote"],
         "published": claim.get("figure"),
         "published_text": claim.get("figure_text") or fmt(claim.get("figure"), claim.get("unit", "")),

@@ -72,6 +72,9 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
         counts = rows[restates.loc[rows.index] == ""]["verdict"].value_counts()
         return ", ".join(f"{counts[v]} {v}" for v in C.VERDICTS if v in counts) or "none"
 
+    # Checks of the harness and the model (claims that cannot fail by construction) stand apart from everything.
+    check = ledger["check"].fillna("").astype(str) != "" if "check" in ledger else pd.Series(False, index=ledger.index)
+    checks, ledger, restates = ledger[check], ledger[~check], restates[~check]
     derived = ledger["derived"].astype(bool) if "derived" in ledger else pd.Series(False, index=ledger.index)
     once = restates == ""
     out: list[Block] = [
@@ -144,6 +147,29 @@ def blocks(ledger: pd.DataFrame, seeds: dict[str, str] | None = None) -> list[Bl
                 ],
                 "llllll",
                 [ROW_CLASS.get(r["verdict"], "") for _, r in rows.iterrows()],
+            )
+        )
+    if len(checks):
+        out.append(Heading(2, "Checks of the harness and the model"))
+        counts = checks["verdict"].value_counts()
+        said = ", ".join(f"{counts[v]} {v}" for v in C.VERDICTS if v in counts)
+        out.append(
+            Para(
+                f"{len(checks)} sentences of the seeds that cannot fail by construction (every server forms the same "
+                "queue, an arithmetic identity, a fixture's own behaviour), each scored as a check that the harness "
+                f"and the model read them as they must ({C.REPRODUCED}: the check held): {said}. None is counted "
+                "among the claims above."
+            )
+        )
+        out.append(
+            Table(
+                ["Sentence", "Why it cannot fail", "Ours", "Check", "Why"],
+                [
+                    [f"*{r['quote']}* ({r['id']})", r["check"], _ours(r), r["verdict"], r["reason"]]
+                    for _, r in checks.iterrows()
+                ],
+                "lllll",
+                [ROW_CLASS.get(r["verdict"], "") for _, r in checks.iterrows()],
             )
         )
     return out

@@ -16,6 +16,19 @@ from nodebench.harness.measure import measure
 from nodebench.harness.record import check_record
 
 
+def where_we_are(label: str, round_: int, position: int | None, size: int | None, environ, now=None) -> str:
+    """One line after each measurement: which run of its round it was, and how long this Snakemake invocation has
+    been going (its session id starts with the time it began: targets.job_environment)."""
+    place = f"run {position} of {size} in round {round_}" if position and size else f"round {round_}"
+    line = f"measured {label}: {place}"
+    try:
+        began = datetime.strptime(str(environ.get("NODEBENCH_SESSION", ""))[:15], "%Y%m%dT%H%M%S")
+    except ValueError:
+        return line
+    minutes = ((now or datetime.now()) - began).total_seconds() / 60
+    return f"{line}; {minutes:.1f} min since this invocation began"
+
+
 def main(argv: list[str] | None = None) -> None:
     procs.unwind_on_signals()
     j = job.parse(argv)
@@ -77,6 +90,7 @@ def main(argv: list[str] | None = None) -> None:
             }
             check_record(record, paths.run_schema)
             storage.write_atomically(out, json.dumps(record, indent=1) + "\n")
+            progress(where_we_are(cell.label(), j.round, j.round_position, j.round_size, os.environ))
         except (RunError, DatabaseError, PortInUseError, StorageError) as e:
             fail(e)
         except Exception as e:

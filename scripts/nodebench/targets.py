@@ -568,6 +568,22 @@ def requested_scopes(args, scopes) -> list[str]:
     return list(dict.fromkeys(s for s in found if s in known)) or [OVERALL]
 
 
+def report_problem(args, scopes, exists=os.path.exists) -> list[str]:
+    """Snakemake's --report gathers the charts of finished runs; asked for before the reports it would gather exist,
+    it printed a warning per missing file (165 from a fresh checkout) and then failed on the first chart. One line
+    instead, naming the target to run first; empty when --report is not asked for or everything is there."""
+    if not any(a == "--report" or a.startswith("--report=") for a in args):
+        return []
+    missing = [target_of(s) for s in requested_scopes(args, scopes) if not exists(target_of(s))]
+    if not missing:
+        return []
+    return [
+        f"--report gathers the charts of a finished run, and {', '.join(missing)} "
+        f"{'is' if len(missing) == 1 else 'are'} not there yet: run `.venv/bin/snakemake --cores 1 "
+        f"{' '.join(missing)}` first, then the same command with --report <file>.html"
+    ]
+
+
 def measuring_seconds(records, warmup_s: float) -> float:
     """How long measuring these run records takes: each run's warm-up, its window (a count's, taken as none) and
     the job's own time."""

@@ -125,3 +125,15 @@ def test_every_chart_is_drawn_for_some_scope():
         for n in charts_for(facts)
     }
     assert set(matrix) | experiment == set(CHART_LIST)
+
+
+def test_a_report_asked_for_before_the_run_names_the_target_to_run_first():
+    scopes = ["overall", "point-lookup", "stopping-rule"]
+    none = lambda path: False  # noqa: E731
+    (line,) = targets.report_problem(["--cores", "1", "--report", "r.html"], scopes, exists=none)
+    assert "reports/all is not there yet" in line and "snakemake --cores 1 reports/all` first" in line
+    (line,) = targets.report_problem(["reports/point-lookup/all", "--report=r.html"], scopes, exists=none)
+    assert "reports/point-lookup/all is not there yet" in line
+    # Finished, or no report asked for: nothing to say.
+    assert targets.report_problem(["--report", "r.html"], scopes, exists=lambda path: True) == []
+    assert targets.report_problem(["reports/all"], scopes, exists=none) == []

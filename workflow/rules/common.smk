@@ -91,6 +91,7 @@ if workflow.is_main_process:
     # list of targets here, instead of a MissingRuleException; then how long the measuring will take, refused
     # above max_hours. Both read the command line's arguments; through the API, the default target's plan.
     stop_on(targets.target_problems(sys.argv[1:], SCOPES))
+    stop_on(targets.report_problem(sys.argv[1:], SCOPES))
     _scopes = targets.requested_scopes(sys.argv[1:], SCOPES)
     _planned = T.planned_records(
         _scopes, T.claim_records(LEDGER_CLAIMS) if "claims" in _scopes else None

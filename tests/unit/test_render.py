@@ -76,6 +76,12 @@ def test_index_page_inlines_everything(synthetic_runs, synthetic_metrics):
     # Each chart under its heading in words, never its file name.
     for name in MATRIX_CHARTS:
         assert f"<h2>{html_text(CHART_LIST[name].heading)}</h2>" in html and f"<h2>{name}</h2>" not in html
+    # The answer at a glance, then the ratio chart, then the full sentences and the machine (issue 38).
+    ratio = html.index(f"<h2>{html_text(CHART_LIST['cost-ratio'].heading)}</h2>")
+    assert html.index("<ul>") < ratio < html.index("In full:") < html.index("Machine state")
+    assert ratio < min(
+        html.index(f"<h2>{html_text(CHART_LIST[n].heading)}</h2>") for n in MATRIX_CHARTS if n != "cost-ratio"
+    )
 
 
 def test_sweep_bins_a_long_sweep_into_medians_with_spanning_intervals():

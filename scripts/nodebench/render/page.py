@@ -14,7 +14,7 @@ import vl_convert
 
 from nodebench.render import markdown
 from nodebench.render.chart_list import CHART_LIST
-from nodebench.render.document import Block, Heading, Para, Raw, parse_markdown, to_html
+from nodebench.render.document import Block, Heading, Items, Para, Raw, parse_markdown, to_html
 
 #: The page lists every cell up to this many rows; a larger campaign's page lists its
 #: headline cells and links the whole table.
@@ -91,10 +91,18 @@ def render(
     look: where adaptive rounds stopped (the block's last look), said after the opening; None for fixed rounds.
     calibration: the instrument's measured cost on this machine (precision.py --calibrate), where it exists.
     """
+    if scores is not None and "cost-ratio" in specs:
+        # The ratio chart comes first, right under the answer at a glance (issue 38: the glance, then the chart).
+        specs = {"cost-ratio": specs["cost-ratio"], **{k: v for k, v in specs.items() if k != "cost-ratio"}}
     charts, embeds = chart_blocks(specs)
     if scores is not None:
         title = TITLE
         opening = markdown.opening(runs, metrics, look, calibration)
+        if "cost-ratio" in specs:
+            # One short line per workload, then the ratio chart, then the full sentences and the machine.
+            glance = next(i for i, b in enumerate(opening) if isinstance(b, Items))
+            opening = [*opening[: glance + 1], *charts[:2], *opening[glance + 1 :]]
+            charts = charts[2:]
         rest = markdown.body(runs, metrics, scores, limit=TABLE_ROWS, metrics_href=metrics_href)
     else:
         name, opening, rest = split_summary(summary_md)

@@ -18,9 +18,6 @@ NOT_RUN = {
     "bash scripts/setup.sh": "needs the network (pip); .ci/as_user.sh runs it as an ordinary user",
     "bash scripts/setup.sh --tests": "needs the network (pip, apt-get); .ci/run runs it",
     # A and B stand for two finished runs' folders; tests/unit/test_results.py runs the script end to end on two.
-    ".venv/bin/python scripts/compare_results.py A/reports/overall/results.csv B/reports/overall/results.csv": (
-        "needs two finished result sets; tests/unit/test_results.py runs it on two"
-    ),
     ".venv/bin/python scripts/compare_results.py A/reports/ab B/reports/ab --all": (
         "needs two finished result sets; tests/unit/test_results.py runs it on two"
     ),
@@ -59,6 +56,8 @@ def how_to_run(command: str) -> tuple[str, str, set[int]] | None:
         return f"{command} --collect-only -q -p no:cacheprovider", "fresh", {0}
     if command.startswith("grep "):
         return command, "finished", {0, 1}
+    if command.startswith(".venv/bin/python scripts/compare_results.py A/"):
+        return command, "two finished", {0}
     return None
 
 
@@ -102,10 +101,26 @@ def test_command_works_as_written(doc: str, command: str, checkout: Path, reques
         where = request.getfixturevalue("project")
         if not (where / ".venv").exists():
             (where / ".venv").symlink_to(Path(sys.prefix))
+    elif where == "two finished":
+        where = request.getfixturevalue("two_finished")
     res = run(runnable, checkout if where == "fresh" else where)
     assert res.returncode in passing, f"{doc}: {runnable}\n{res.stdout[-3000:]}"
     if runnable.endswith("--dry-run") and "reports/" in command:
         assert planned_cells(res.stdout), f"{doc}: {runnable} planned no measurement\n{res.stdout[-3000:]}"
+
+
+@pytest.fixture
+def two_finished(request, tmp_path: Path) -> Path:
+    """A folder holding A and B, two finished runs' checkouts, with .venv and scripts/ where the command expects them.
+
+    A is the suite's finished tiny run; B a copy of its reports, so the command reads real results.csv files as
+    written (two different runs, with a CPU that differs, are tests/unit/test_results.py's)."""
+    project = request.getfixturevalue("project")
+    (tmp_path / "A").symlink_to(project)
+    shutil.copytree(project / "reports", tmp_path / "B" / "reports")
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    (tmp_path / "scripts").symlink_to(REPO / "scripts")
+    return tmp_path
 
 
 @pytest.fixture

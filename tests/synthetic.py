@@ -164,6 +164,8 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
             0, 0.03
         )
         elu = 0.97
+        if rule.rate is not None:  # a fixed rate below the server's capacity: the loop is busy that share of the time
+            elu = min(0.97, rule.rate * us / 1e6)
         rps = elu * 1e6 / us
         window = float(rule.value) if rule.rule == "duration" else rule.value / rps
         requests = int(rps * window) if rule.rule == "duration" else int(rule.value)
@@ -222,10 +224,11 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
             preempted=False,
             preempted_reason=None,
             load_pct=rule.load_pct,
+            load_rate=rule.rate,
         )
-        if rule.load_pct is not None:
+        if rule.open:
             # An open loop kept its schedule: its latency grows with the load, from the scheduled time.
-            share = rule.load_pct / 100
+            share = rule.load_pct / 100 if rule.load_pct is not None else elu
             r.update(openloop_refused=None, openloop_target_rate=rps, capacity_req_per_s=rps / share,
                      latency_p50_ms=0.2 / (1 - share), latency_p90_ms=0.5 / (1 - share),
                      latency_p99_ms=2 / (1 - share), latency_p99_9_ms=5 / (1 - share), capacity_gap_s=3.0)  # fmt: skip

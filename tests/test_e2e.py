@@ -355,6 +355,31 @@ def test_study_report_has_the_arithmetic_and_the_client_comparison(study: Path):
     assert all((study / m).exists() for m in manifest)
 
 
+def test_cost_curve_measures_every_server_at_one_rate_beside_its_capacity(project: Path):
+    res = snakemake(project, "reports/tiny-curve/all")
+    assert res.returncode == 0, res.stdout[-4000:]
+    runs = pd.read_parquet(project / "data/tiny-curve/runs.parquet").astype({"client": str, "stop": str, "server": str})
+    assert sorted(zip(runs["server"], runs["client"], runs["stop"], strict=True)) == [
+        ("express", "openloop", "1s-r300"), ("express", "wrk", "1s"),
+        ("fastify", "openloop", "1s-r300"), ("fastify", "wrk", "1s"),
+    ]  # fmt: skip
+    for name in ("express", "fastify"):
+        mine = runs[runs["server"] == name].set_index("client")
+        rated, capacity = mine.loc["openloop"], mine.loc["wrk"]
+        # The same rate for both servers, whatever their capacity; the capacity beside it is recorded.
+        assert rated.load_rate == 300 and pd.isna(rated.load_pct) and rated.openloop_target_rate == 300
+        assert rated.capacity_req_per_s == pytest.approx(capacity.req_per_s)
+        assert rated.client_reported_req_per_s == pytest.approx(300, rel=0.05)
+        # Far below the ceiling the loop idles: its ELU is a fraction of the capacity run's.
+        assert rated.elu_utilization < capacity.elu_utilization
+    text = (project / "reports/tiny-curve/summary.md").read_text()
+    assert "## Cost per request against load" in text
+    assert "- **empty**, fastify / express:" in text and "at 300 req/s" in text and "at saturation" in text
+    manifest = (project / "reports/tiny-curve/all").read_text().split()
+    assert "reports/tiny-curve/charts/cost-load.svg" in manifest
+    assert all((project / m).exists() for m in manifest)
+
+
 def test_every_server_has_a_handler_for_every_catalogue_workload(project: Path, tmp_path: Path):
     # No database behind the servers: a workload's route that exists answers (its status, or 500 for the
     # missing database); a 404 means the server has no handler for it, unless 404 is the workload's answer.

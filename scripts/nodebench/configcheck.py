@@ -262,10 +262,14 @@ def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Itera
                     if bad:
                         yield f"config {where}: {'; '.join(bad)}"
                 open_loop = [c for c in matrix["clients"] if c in CLIENTS and CLIENTS[c].open_loop]
-                if open_loop and not matrix.get("loads_pct"):
-                    yield f"config {where} uses {open_loop[0]}, which needs loads_pct (its rates, % of capacity)"
-                if matrix.get("loads_pct") and not open_loop:
-                    yield f"config {where} has loads_pct, which only an open-loop client (openloop) uses"
+                if open_loop and not (matrix.get("loads_pct") or matrix.get("rates_per_s")):
+                    yield (
+                        f"config {where} uses {open_loop[0]}, which needs loads_pct (its rates, % of capacity) or "
+                        "rates_per_s (its rates, req/s)"
+                    )
+                for key in ("loads_pct", "rates_per_s"):
+                    if matrix.get(key) and not open_loop:
+                        yield f"config {where} has {key}, which only an open-loop client (openloop) uses"
                 if open_loop and key == "failures":
                     yield f"config {where}: an open-loop client cannot run a cell expected to fail"
 

@@ -225,13 +225,14 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
                             if not CLIENTS[client].open_loop:
                                 seen[(workload, server, connections, client, stop)] = None
                                 continue
-                            # An open loop's capacity cell first, then one cell per share of it.
+                            # An open loop's capacity cell first, then one cell per share of it and one per
+                            # rate common to every server (the cost curve's ladder).
                             seen[capacity_cell((workload, server, connections, client, stop))] = None
-                            for load in m.get("loads_pct") or []:
-                                rule = Stop.parse(stop)
-                                seen[
-                                    (workload, server, connections, client, Stop(rule.rule, rule.value, load).label)
-                                ] = None
+                            rule = Stop.parse(stop)
+                            rates = [Stop(rule.rule, rule.value, load_pct=p) for p in m.get("loads_pct") or []]
+                            rates += [Stop(rule.rule, rule.value, rate=r) for r in m.get("rates_per_s") or []]
+                            for rated in rates:
+                                seen[(workload, server, connections, client, rated.label)] = None
     return list(seen)
 
 

@@ -288,7 +288,8 @@ class Targets:
         if node == plan.SYSTEM_NODE or client.program is None:
             inputs["pipeline_node"] = SYSTEM_NODE_INFO
         if client.open_loop and run is not None:
-            # Its rate is a share of the req/s its closed-loop cell measured in the same round: that run's record.
+            # Its rate is a share of the req/s its closed-loop cell measured in the same round (that run's record), or a
+            # fixed rate measured beside that capacity (its record gives the curve's top).
             connections, stop, round_ = run
             cell = plan.capacity_cell((workload, server, int(connections), client_name, stop))
             owner = self.plan.owner(block, *cell, round_)
@@ -420,8 +421,10 @@ class Targets:
 
     def scored(self, scope: str) -> bool:
         """An experiment scores its servers against node:http when it measures node:http on scenarios of a score
-        set (not with an open loop, whose cells are latencies at a rate, not costs at the ceiling)."""
-        if scope not in self.experiments or self.versioned(scope) or self.open_loop(scope):
+        set (not with an open loop, whose cells are latencies or costs at a rate, not costs at the ceiling)."""
+        if scope not in self.experiments or self.versioned(scope):
+            return False
+        if any(CLIENTS[c].open_loop for m in self.experiments[scope]["matrices"] for c in m["clients"] if c in CLIENTS):
             return False
         return any(
             "node-http" in m["servers"]
@@ -442,6 +445,7 @@ class Targets:
                 durations=max((len(m.get("durations_s", [])) for m in matrices), default=0),
                 clients=len({c for m in matrices for c in m["clients"] if c in CLIENTS and not CLIENTS[c].open_loop}),
                 open_loop=self.open_loop(scope),
+                cost_curve=any(m.get("rates_per_s") for m in matrices),
             )
         workloads = self.workloads if scope == OVERALL else [scope]
         return ScopeFacts(
@@ -463,9 +467,10 @@ class Targets:
         return {t: table_path(scope, t) for t in CHART_LIST[chart].tables}
 
     def open_loop(self, scope: str) -> bool:
-        """An experiment with open-loop cells (latency at a fixed rate): it gets a latency table and chart."""
+        """An experiment with open-loop cells at shares of capacity (latency at a fixed rate, loads_pct): it gets a
+        latency table and chart. Cells at fixed rates only (rates_per_s) get the cost curve instead."""
         matrices = self.experiments.get(scope, {}).get("matrices") or []
-        return any(CLIENTS[c].open_loop for m in matrices for c in m["clients"] if c in CLIENTS)
+        return any(CLIENTS[c].open_loop for m in matrices if m.get("loads_pct") for c in m["clients"] if c in CLIENTS)
 
     def tables(self, scope: str) -> list[str]:
         """The tables a scope's summary is written from."""

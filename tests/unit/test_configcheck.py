@@ -82,6 +82,7 @@ def test_a_wrong_main_matrix_is_named(change, phrase):
         (matrix(clients=["ab"], durations_s=[], counts=[10], workloads=["create-user-db"]), "answers a new id"),
         (matrix(clients=["openloop"]), "uses openloop, which needs loads_pct"),
         (matrix(loads_pct=[50]), "has loads_pct, which only an open-loop client (openloop) uses"),
+        (matrix(rates_per_s=[2000]), "has rates_per_s, which only an open-loop client (openloop) uses"),
         (
             matrix(clients=["openloop"], loads_pct=[50], workloads=["create-user-db"]),
             "openloop sends GET requests only",

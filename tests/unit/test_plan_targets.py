@@ -66,6 +66,9 @@ def test_each_shipped_experiment_gets_the_charts_of_what_it_measures():
     assert t.tables("versions") == ["runs", "metrics", "stopping", "versions"]
     assert got["latency"] == ["latency-load"]
     assert t.tables("latency") == ["runs", "metrics", "stopping", "latency"]
+    # Fixed rates only: the cost curve (drawn from the metrics), no latency table of shares of capacity.
+    assert got["cost-curve"] == ["cost-load"]
+    assert t.tables("cost-curve") == ["runs", "metrics", "stopping"]
 
 
 def test_an_open_loop_cell_reads_its_capacity_from_its_wrk_cell_of_the_same_round():
@@ -120,7 +123,7 @@ def test_every_chart_is_drawn_for_some_scope():
         for facts in (
             ScopeFacts(experiment=True, scored=True),
             ScopeFacts(experiment=True, versioned=True, both_stops=True, durations=3, clients=2),
-            ScopeFacts(experiment=True, open_loop=True),
+            ScopeFacts(experiment=True, open_loop=True, cost_curve=True),
         )
         for n in charts_for(facts)
     }

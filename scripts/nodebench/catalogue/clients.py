@@ -73,17 +73,27 @@ PROGRAMS = {c.name: c.program for c in CLIENTS.values() if c.program}
 @dataclass(frozen=True)
 class Stop:
     """How a measured run ends: after `value` seconds (duration) or `value` requests (count); for an open
-    loop, also the rate it sends at, as a percentage of the server's capacity (load_pct)."""
+    loop, also the rate it sends at: a percentage of the server's capacity (load_pct), or a rate in requests per
+    second common to every server (rate), never both."""
 
     rule: str
     value: float
     load_pct: int | None = None
+    rate: int | None = None
 
     @property
     def label(self) -> str:
-        """The path segment: '10s', '100000req', or '5s-at50' (5 s at 50 % of capacity)."""
+        """The path segment: '10s', '100000req', '5s-at50' (5 s at 50 % of capacity) or '5s-r2000' (5 s at
+        2,000 req/s)."""
         base = f"{self.value:g}s" if self.rule == "duration" else f"{int(self.value)}req"
+        if self.rate is not None:
+            return f"{base}-r{self.rate}"
         return base if self.load_pct is None else f"{base}-at{self.load_pct}"
+
+    @property
+    def open(self) -> bool:
+        """An open loop's rule: it sends at a rate (a share of capacity or a fixed one)."""
+        return self.load_pct is not None or self.rate is not None
 
     @property
     def closed(self) -> "Stop":
@@ -92,12 +102,13 @@ class Stop:
 
     @classmethod
     def parse(cls, label: str) -> "Stop":
-        found = re.fullmatch(r"(?:(\d+)req|(\d+(?:\.\d+)?)s)(?:-at(\d+))?", label)
+        found = re.fullmatch(r"(?:(\d+)req|(\d+(?:\.\d+)?)s)(?:-at(\d+)|-r(\d+))?", label)
         if not found:
-            raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s, 100000req or 5s-at50)")
-        count, seconds, load = found.groups()
+            raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s, 100000req, 5s-at50 or 5s-r2000)")
+        count, seconds, load, rate = found.groups()
         load_pct = int(load) if load else None
-        return cls("count", int(count), load_pct) if count else cls("duration", float(seconds), load_pct)
+        rate_ = int(rate) if rate else None
+        return cls("count", int(count), load_pct, rate_) if count else cls("duration", float(seconds), load_pct, rate_)
 
 
 def problems(client: str, rules: dict, workloads=()) -> list[str]:

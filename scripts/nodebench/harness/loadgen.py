@@ -382,9 +382,10 @@ def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, f
     bad = problems(name, {stop.rule: [stop.value]})
     if bad:
         raise RunError("; ".join(bad))
-    if CLIENTS[name].open_loop != (stop.load_pct is not None):
+    if CLIENTS[name].open_loop != stop.open:
         raise RunError(
-            f"stop {stop.label!r} does not suit {name}: a share of capacity (-at<pct>) is for an open loop only"
+            f"stop {stop.label!r} does not suit {name}: a rate (-at<pct> of capacity or -r<req/s>) is what an open "
+            "loop needs and only an open loop takes"
         )
     if name == "openloop":
         return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack)

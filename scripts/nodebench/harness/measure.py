@@ -143,7 +143,7 @@ def capacity_record(paths: Paths) -> dict:
 
 def open_loop_facts(cell: Cell, paths: Paths, started_at: datetime) -> dict:
     """An open-loop run's capacity, and how long before this run it was measured (empty for a closed loop)."""
-    if cell.stop.load_pct is None:
+    if not cell.stop.open:
         return {}
     capacity = capacity_record(paths)
     began = datetime.fromisoformat(capacity["started_at"])
@@ -157,7 +157,7 @@ def refuse_client_bound(cell: Cell, out: dict) -> None:
     refuses a run that falls behind (openloop_refused says why; the latency columns become null). A transient
     queue (a pause of the server's) drains before the end and is the server's latency."""
     load, elu = out["load"], out["elu"]
-    if cell.stop.load_pct is None or load.get("openloop_refused"):
+    if not cell.stop.open or load.get("openloop_refused"):
         return
     backlog = load.get("openloop_backlog_at_end") or 0
     if backlog > cell.connections and elu["utilization"] < SERVER_BOUND_ELU:
@@ -172,12 +172,15 @@ def refuse_client_bound(cell: Cell, out: dict) -> None:
 
 
 def open_loop_rate(cell: Cell, capacity: dict) -> float:
-    """An open-loop cell's rate: its share (stop.load_pct) of the req/s its capacity cell's server completed in
-    the same round. RunError if that record is not the same server, workload, connections and round."""
+    """An open-loop cell's rate: its fixed rate (stop.rate, req/s), or its share (stop.load_pct) of the req/s its
+    capacity cell's server completed in the same round. RunError if that record is not the same server, workload,
+    connections and round (a fixed rate's cell reads it too: its capacity is measured first, beside it)."""
     for key, want in (("server", cell.server), ("workload", cell.workload), ("connections", cell.connections),
                       ("round", cell.round)):  # fmt: skip
         if capacity.get(key) != want:
             raise RunError(f"the capacity record for {cell.label()} has {key} {capacity.get(key)!r}, not {want!r}")
+    if cell.stop.rate is not None:
+        return float(cell.stop.rate)
     return capacity["req_per_s"] * cell.stop.load_pct / 100.0
 
 
@@ -232,7 +235,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     if cluster is not None:
         cluster.prepare()
     workload = WORKLOADS[cell.workload]
-    rate = open_loop_rate(cell, capacity_record(paths)) if cell.stop.load_pct is not None else None
+    rate = open_loop_rate(cell, capacity_record(paths)) if cell.stop.open else None
     target = loadgen.Target(
         "127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch, workload.method, workload.body_bytes()
     )

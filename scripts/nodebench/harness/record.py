@@ -226,6 +226,7 @@ def build(o: dict, facts: dict) -> dict:
         **load,
         "latency_p99_9_ms": load.get("latency_p99_9_ms"),
         "load_pct": stop.load_pct,
+        "load_rate": stop.rate,
         **o.get("open_loop", {}),
         "warmup_requests": o["warm"]["requests"],
         "answer_bytes": o["answer_bytes"],

@@ -41,6 +41,8 @@ class ScopeFacts(NamedTuple):
     clients: int = 0
     #: Experiment: open-loop cells (latency at a fixed rate).
     open_loop: bool = False
+    #: Experiment: open-loop cells at fixed rates common to every server (the cost curve).
+    cost_curve: bool = False
 
 
 class ChartSpec(NamedTuple):
@@ -140,6 +142,13 @@ CHART_LIST = {
         lambda s: s.open_loop,
         f"{_LATENCY}:latency_load",
         "Latency at a fixed arrival rate against load",
+    ),
+    "cost-load": ChartSpec(
+        ("metrics",),
+        "experiment",
+        lambda s: s.cost_curve,
+        f"{_LATENCY}:cost_load",
+        "CPU per request against offered load, up to each server's ceiling",
     ),
     "load-generators": ChartSpec(
         ("metrics",),

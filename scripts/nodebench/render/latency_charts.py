@@ -102,3 +102,57 @@ def memory_connections(metrics: pd.DataFrame) -> alt.Chart:
         .facet(column=alt.Column("workload:N").title(None), data=m)
         .properties(title=title)
     )
+
+
+def cost_load(metrics: pd.DataFrame) -> alt.Chart:
+    """Cost per request (ELU, median over rounds, whiskers its interval) against the load it was measured at: the
+    fixed rates common to every server, then each server's own ceiling (saturation, drawn at the req/s it reached,
+    as a square), one line per server, one panel per workload."""
+    from nodebench.analysis.costcurve import SATURATION, cost_curve
+
+    title = alt.TitleParams(
+        "CPU per request against offered load (lower is cheaper)",
+        subtitle="circles: fixed rates common to every server; squares: each server at its own ceiling (wrk)",
+    )
+    curve = cost_curve(metrics)
+    curve = curve[curve["us_per_req_elu"].notna()] if len(curve) else curve
+    if curve.empty:
+        return _nothing("No fixed-rate cell measured: no cost curve to draw.", title)
+    curve = _no_twins(curve.assign(server=curve["server"].astype(str), workload=curve["workload"].astype(str)))
+    curve = curve.assign(
+        offered=curve["rate"].fillna(curve["req_per_s"]),
+        point=["saturation" if x == SATURATION else "fixed rate" for x in curve["load"]],
+    )
+    scale = server_scale(curve["server"])
+    base = alt.Chart(curve).encode(
+        alt.X("offered:Q")
+        .scale(type="log")
+        .title("load (req/s, log scale: the fixed rate, or what the server reached at saturation)"),
+        alt.Color("server:N").scale(scale).title("server"),
+    )
+    y_title = "event-loop CPU per request (us, log scale)"
+    y = alt.Y("us_per_req_elu:Q").scale(type="log", nice=False).title(y_title)
+    lines = base.mark_line().encode(y, alt.Order("offered:Q"))
+    points = base.mark_point(filled=True, size=60).encode(
+        y,
+        alt.Shape("point:N").scale(domain=["fixed rate", "saturation"], range=["circle", "square"]).title("load"),
+        tooltip=[
+            "workload", "server", "load", alt.Tooltip("req_per_s:Q", format=",.0f", title="req/s"),
+            alt.Tooltip("elu_utilization:Q", format=".2f", title="ELU"),
+            alt.Tooltip("us_per_req_elu:Q", format=".1f", title="us/req (ELU)"),
+            alt.Tooltip("us_per_req_oncpu:Q", format=".1f", title="us/req (on CPU)"), "interval",
+        ],
+    )  # fmt: skip
+    bars = (
+        base.transform_filter("isValid(datum.us_per_req_elu_lo) && isValid(datum.us_per_req_elu_hi)")
+        .mark_errorbar()
+        .encode(
+            alt.Y("us_per_req_elu_lo:Q").scale(type="log", nice=False).title(y_title), alt.Y2("us_per_req_elu_hi:Q")
+        )
+    )
+    return (
+        alt.layer(lines, points, bars, data=curve)
+        .properties(width=320, height=240)
+        .facet(column=alt.Column("workload:N").title(None), data=curve)
+        .properties(title=title)
+    )

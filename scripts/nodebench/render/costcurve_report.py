@@ -1,0 +1,122 @@
+"""The report's section on cost per request against load: each server at the fixed rates common to all and at its
+own ceiling, and how each ratio moves from low load to saturation."""
+
+import math
+
+import pandas as pd
+
+from nodebench.analysis.costcurve import SAME_LOAD_ELU, SATURATION, SUSTAINED_SHARE, cost_curve, movement
+from nodebench.render.document import Block, Heading, Items, Para, Table
+
+
+def _num(value, fmt: str) -> str:
+    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
+
+
+def _ci(value, lo, hi, fmt: str) -> str:
+    if value is None or pd.isna(value):
+        return "-"
+    if pd.isna(lo) or pd.isna(hi):
+        return format(value, fmt)
+    return f"{format(value, fmt)} [{format(lo, fmt)}, {format(hi, fmt)}]"
+
+
+def _ratio(r, column: str) -> str:
+    """'0.41x [0.39, 0.44]' from a row's column and its _lo/_hi, or '-'."""
+    value, lo, hi = (getattr(r, f"{column}{s}") for s in ("", "_lo", "_hi"))
+    if pd.isna(value):
+        return "-"
+    return f"{value:.2f}x" + ("" if pd.isna(lo) or pd.isna(hi) else f" [{lo:.2f}, {hi:.2f}]")
+
+
+def ratio_line(rows: pd.DataFrame, baseline: str) -> str:
+    """'**empty**, fastify / express: 0.41x [0.39, 0.44] (cheaper) at 1,000 req/s; ...; 0.14x [...] (cheaper) at
+    saturation (its ELU 0.07 below express's: not at the same load, ...).', one server's ratios in load order."""
+    name = "vs_express" if baseline == "express" else "vs_node_http"
+    parts = []
+    for r in rows.itertuples():
+        ratio = getattr(r, f"cost_{name}")
+        if pd.isna(ratio):
+            parts.append(f"no pair at {r.load}")
+            continue
+        text = _ratio(r, f"cost_{name}")
+        outcome = getattr(r, f"outcome_{name}")
+        text += f" ({outcome})" if isinstance(outcome, str) and outcome else ""
+        text += f" at {r.load}"
+        gap = getattr(r, f"elu_gap_{name}")
+        if r.load == SATURATION and not pd.isna(gap) and abs(gap) > SAME_LOAD_ELU:
+            side = "above" if gap > 0 else "below"
+            text += f" (its ELU {abs(gap):.2f} {side} {baseline}'s: not at the same load, read the fixed rates)"
+        elif not getattr(r, f"sustained_{name}"):
+            text += " (not sustained: not the same load)"
+        parts.append(text)
+    first = rows.iloc[0]
+    return f"**{first.workload}**, {first.server} / {baseline}: " + "; ".join(parts) + "."
+
+
+def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
+    """Per workload: each server's cost per request at each fixed rate and at saturation, and its ratios."""
+    curve = cost_curve(metrics)
+    if curve.empty:
+        return []
+    lines = []
+    for baseline in ("express", "node-http"):
+        if not (curve["server"] == baseline).any():
+            continue
+        moved = movement(curve, baseline)
+        for _, rows in moved.groupby(["workload", "connections", "server"], sort=True):
+            lines.append(ratio_line(rows, baseline))
+    table = [
+        [r.workload, r.server, r.load, _num(r.req_per_s, ",.0f"), _num(r.delivered_share, ".1%"),
+         _num(r.elu_utilization, ".2f"), _ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, ".1f"),
+         _ci(r.us_per_req_oncpu, r.us_per_req_oncpu_lo, r.us_per_req_oncpu_hi, ".1f"), _ratio(r, "cost_vs_express"),
+         _ratio(r, "cost_oncpu_vs_express"), _ratio(r, "cost_vs_node_http"), _num(r.latency_p99_ms, ".2f"),
+         str(int(r.rounds)), str(r.interval)]
+        for r in curve.itertuples()
+    ]  # fmt: skip
+    unsustained = curve[~curve["sustained"]]
+    blocks: list[Block] = [
+        Heading(2, "Cost per request against load"),
+        Para(
+            "The same servers at fixed arrival rates common to all of them (the open loop, servers/loadgen/"
+            "openloop.js, sending on schedule) and at their own ceiling (*saturation*: wrk's closed loop, measured "
+            "in the same rounds, just before). At a fixed rate two servers do the same work per second, so their "
+            "ratio compares like with like; at saturation each does all it can, and a cheap server's cost per "
+            "request falls more than an expensive one's (a saturated event loop serves many requests per turn and "
+            "spreads its fixed costs over them). *Which to read*: choosing a framework for a service at a known "
+            "request rate, read the ratio at the nearest fixed rate; asking how many requests one core can serve, "
+            "read saturation, and only where both servers' ELUs were within "
+            f"{SAME_LOAD_ELU:.2f} of each other. Ratios are this server's cost over the baseline's, paired round "
+            "by round at the same load (below 1: cheaper), median over rounds [interval], with the four outcomes."
+        ),
+        Items(lines),
+        Table(
+            [
+                "workload",
+                "server",
+                "load",
+                "req/s",
+                "delivered",
+                "ELU",
+                "ELU us/req",
+                "on-CPU us/req",
+                "vs express (ELU)",
+                "vs express (on-CPU)",
+                "vs node:http (ELU)",
+                "p99 (ms)",
+                "rounds",
+                "interval",
+            ],
+            table,
+            "lllrrrrrrrrrrl",
+        ),  # fmt: skip
+    ]
+    if len(unsustained):
+        which = ", ".join(f"{r.workload}/{r.server} at {r.load}" for r in unsustained.itertuples())
+        blocks.append(
+            Para(
+                f"Not sustained (under {SUSTAINED_SHARE:.0%} of the rate delivered, so not at the offered load): "
+                f"{which}. Lower the rates (experiments.yaml, rates_per_s) to below the slowest server's capacity."
+            )
+        )
+    return blocks

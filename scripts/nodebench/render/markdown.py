@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from nodebench.analysis import looks, outcomes
+from nodebench.analysis.costcurve import SAME_LOAD_ELU
 from nodebench.analysis.intervals import describe
 from nodebench.analysis.metrics import BASELINES, CELL, PEERS, flagged, headline, is_twin, remeasured, twin_of
 from nodebench.catalogue.thresholds import (
@@ -176,7 +177,29 @@ def workload_answer(label: str, cells: pd.DataFrame) -> str:
         tail.append("no A/A control, so no check of the design")
     missing = [b for b in ANSWER_BASELINES if b not in present]
     tail += [f"{b} was not measured, so there are no ratios against it" for b in missing]
+    tail += unequal_load(rows, present)
     return f"{label}: " + "; ".join([*clauses, *tail]) + "."
+
+
+def unequal_load(rows: pd.DataFrame, baselines: list[str]) -> list[str]:
+    """A clause per baseline whose event loop was busier or idler than a compared server's by more than
+    SAME_LOAD_ELU: those ratios are not at the same load (below its ceiling a server's cost per request rises), and
+    the cost curve compares them at the same rates."""
+    out = []
+    for b in baselines:
+        base = rows[rows["server"].astype(str) == b]
+        if base.empty or pd.isna(base["elu_utilization"].iloc[0]):
+            continue
+        elu = float(base["elu_utilization"].iloc[0])
+        others = rows[(rows["server"].astype(str) != b) & ((rows["elu_utilization"] - elu).abs() > SAME_LOAD_ELU)]
+        if others.empty:
+            continue
+        names = ", ".join(f"{r.server} {r.elu_utilization:.2f}" for r in others.itertuples())
+        out.append(
+            f"not at the same load as {b} (event loop busy {elu:.2f} of the window against {names}): ratios to {b} "
+            "read at different loads; `reports/cost-curve/all` compares them at the same rates"
+        )
+    return out
 
 
 def glance_line(label: str, cells: pd.DataFrame) -> str:

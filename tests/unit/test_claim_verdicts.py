@@ -439,6 +439,29 @@ def test_the_body_parser_and_router_claims_can_now_come_out_not_reproduced(cid, 
     assert row["verdict"] == C.NOT_REPRODUCED, row["reason"]
 
 
+def test_the_schema_trade_is_reproduced_only_where_the_schema_moves_the_two_sizes_opposite_ways():
+    # Seed 003: a response schema speeds small answers and slows large ones, or the other way round.
+    c = _ledger_claim("003-schema-trade")
+
+    def cost(schema_empty: float, schema_list: float):
+        return runs(
+            {
+                ("empty", "fastify"): [10.0] * 5,
+                ("empty", "fastify-schema"): [10.0 * schema_empty] * 5,
+                ("list", "fastify"): [300.0] * 5,
+                ("list", "fastify-schema"): [300.0 * schema_list] * 5,
+            },
+            figure="us_per_req_elu",
+        )
+
+    assert verdict(c, cost(0.95, 1.05)) == C.REPRODUCED  # small cheaper, large costlier
+    assert verdict(c, cost(1.05, 0.95)) == C.REPRODUCED  # or vice versa
+    # The schema a strict win (both cheaper) or a strict loss (both costlier): the claimed trade is not there.
+    for both in ((0.95, 0.96), (1.04, 1.05)):
+        row = C.evaluate_claim(c, cost(*both))
+        assert row["verdict"] == C.NOT_REPRODUCED, row["reason"]
+
+
 def test_claims_that_cannot_fail_are_listed_as_checks_and_never_counted_as_reproduced():
     from nodebench.render import ledger as L
 

@@ -114,6 +114,7 @@ def test_the_report_says_how_each_ratio_moves_and_which_points_are_not_the_same_
     line = next(x for x in text.splitlines() if x.startswith("- **empty**, fastify / express:"))
     assert line.index("at 1,000 req/s") < line.index("at 3,000 req/s") < line.index("at saturation")
     assert "its ELU 0.06 below express's: not at the same load" in line
+    assert line.endswith("(intervals over paired rounds, n=6: min-max, 96.88 %).")
     # Express delivered 2,500 of 3,000 req/s: that point is not at the offered load, and the report names it.
     assert "Not sustained" in text and "empty/express at 3,000 req/s" in text
     # Every ratio with Express at that rate is not at the same load either, on either side of the pair.

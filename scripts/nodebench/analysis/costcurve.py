@@ -32,7 +32,7 @@ COLUMNS = [
     "interval",
     *(f"{r}_{b}{s}" for b in BASELINES.values() for r in _RATIOS for s in ("", "_lo", "_hi")),
     *(f"outcome_{b}" for b in BASELINES.values()), *(f"elu_gap_{b}" for b in BASELINES.values()),
-    *(f"sustained_{b}" for b in BASELINES.values()),
+    *(f"sustained_{b}" for b in BASELINES.values()), *(f"pairs_{b}" for b in BASELINES.values()),
 ]  # fmt: skip
 
 
@@ -100,7 +100,8 @@ def movement(curve: pd.DataFrame, baseline: str = "express") -> pd.DataFrame:
     name = BASELINES[baseline]
     keep = curve[curve["server"] != baseline]
     columns = ["workload", "connections", "server", "load", "rate", f"cost_{name}", f"cost_{name}_lo",
-               f"cost_{name}_hi", f"outcome_{name}", f"sustained_{name}", f"elu_gap_{name}"]  # fmt: skip
+               f"cost_{name}_hi", f"outcome_{name}", f"sustained_{name}", f"elu_gap_{name}",
+               f"pairs_{name}"]  # fmt: skip
     return keep[columns].reset_index(drop=True)
 
 

@@ -1,24 +1,12 @@
 """The report's section on cost per request against load: each server at the fixed rates common to all and at its
 own ceiling, and how each ratio moves from low load to saturation."""
 
-import math
-
 import pandas as pd
 
 from nodebench.analysis.costcurve import SAME_LOAD_ELU, SATURATION, SUSTAINED_SHARE, cost_curve, movement
+from nodebench.analysis.intervals import describe
 from nodebench.render.document import Block, Heading, Items, Para, Table
-
-
-def _num(value, fmt: str) -> str:
-    return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
-
-
-def _ci(value, lo, hi, fmt: str) -> str:
-    if value is None or pd.isna(value):
-        return "-"
-    if pd.isna(lo) or pd.isna(hi):
-        return format(value, fmt)
-    return f"{format(value, fmt)} [{format(lo, fmt)}, {format(hi, fmt)}]"
+from nodebench.render.latency_report import _ci, _num
 
 
 def _ratio(r, column: str) -> str:
@@ -51,7 +39,10 @@ def ratio_line(rows: pd.DataFrame, baseline: str) -> str:
             text += " (not sustained: not the same load)"
         parts.append(text)
     first = rows.iloc[0]
-    return f"**{first.workload}**, {first.server} / {baseline}: " + "; ".join(parts) + "."
+    pairs = sorted({int(n) for n in rows[f"pairs_{name}"].dropna()})
+    method = f" (intervals over paired rounds, {'; '.join(describe(n) for n in pairs)})" if pairs else ""
+    head = f"**{first.workload}**, {first.server} / {baseline}: event-loop CPU per request "
+    return head + "; ".join(parts) + method + "."
 
 
 def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:

@@ -13,14 +13,25 @@ from pathlib import Path
 from nodebench.harness import attempts, job, procs, remeasure, storage
 from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError
 from nodebench.harness.measure import measure
+from nodebench.harness.progress import read as read_plan
+from nodebench.harness.progress import standing as plan_standing
 from nodebench.harness.record import check_record
 
 
-def where_we_are(label: str, round_: int, position: int | None, size: int | None, environ, now=None) -> str:
-    """One line after each measurement: which run of its round it was, and how long this Snakemake invocation has
-    been going (its session id starts with the time it began: targets.job_environment)."""
-    place = f"run {position} of {size} in round {round_}" if position and size else f"round {round_}"
+def where_we_are(
+    label: str, out: str, round_: int, position: int | None, size: int | None, environ, now=None, mtime=None
+) -> str:
+    """One line after each measurement: which run of its round it was, which round of how many, and where this
+    Snakemake invocation stands: runs done of its plan, time measuring and an estimate of the time left
+    (nodebench.harness.progress). Without a plan (a job run by hand), the time since the invocation began (its
+    session id starts with it: targets.job_environment)."""
+    plan = read_plan(environ.get("NODEBENCH_PLAN"))
+    rounds, standing = plan_standing(str(out), plan, now and now.timestamp(), mtime) if plan else ("", "")
+    rounds = rounds or f"round {round_}"
+    place = f"run {position} of {size} in {rounds}" if position and size else rounds
     line = f"measured {label}: {place}"
+    if standing:
+        return f"{line}; {standing}"
     try:
         began = datetime.strptime(str(environ.get("NODEBENCH_SESSION", ""))[:15], "%Y%m%dT%H%M%S")
     except ValueError:
@@ -90,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
             }
             check_record(record, paths.run_schema)
             storage.write_atomically(out, json.dumps(record, indent=1) + "\n")
-            progress(where_we_are(cell.label(), j.round, j.round_position, j.round_size, os.environ))
+            progress(where_we_are(cell.label(), out, j.round, j.round_position, j.round_size, os.environ))
         except (RunError, DatabaseError, PortInUseError, StorageError) as e:
             fail(e)
         except Exception as e:

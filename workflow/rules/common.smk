@@ -13,6 +13,7 @@ from snakemake.utils import validate
 SCRIPTS = str(Path(workflow.basedir) / "scripts")
 sys.path.insert(0, SCRIPTS)
 from nodebench import claimfile, configcheck, plan, recovery, targets  # noqa: E402
+from nodebench.harness import progress  # noqa: E402
 from nodebench.catalogue.clients import CLIENTS, PROGRAMS  # noqa: E402
 from nodebench.catalogue.workloads import WORKLOADS as CATALOGUE  # noqa: E402
 from nodebench.render import closing  # noqa: E402
@@ -76,7 +77,8 @@ SCOPES = T.scopes
 PYTHON = sys.executable
 
 # What every job inherits: this checkout's nodebench, the DSN (never on a command line) and the session id.
-os.environ.update(targets.job_environment(config, SCRIPTS, os.environ))
+JOB_ENV = targets.job_environment(config, SCRIPTS, os.environ)
+os.environ.update(JOB_ENV)
 
 LEDGER_CLAIMS = claimfile.ledger_claims(
     CLAIMS_DOC["claims"], T.scope_cells, T.failure_cells
@@ -107,6 +109,22 @@ if workflow.is_main_process:
     )
     stop_on(_too_long)
     print(f"nodebench: {_line}", file=sys.stderr)
+    if not workflow.dryrun and _to_measure:
+        # Each measurement job reads this plan to say which round of how many it measured and how long the rest
+        # will take (nodebench.harness.progress).
+        _plan = progress.plan_path(
+            Path(".snakemake") / "nodebench", JOB_ENV["NODEBENCH_SESSION"]
+        ).resolve()
+        progress.write(
+            _plan,
+            _planned,
+            {
+                r: targets.measuring_seconds([r], config["warmup_s"])
+                for r in _to_measure
+            },
+            capped=any(T.looks(T.block_of(s)) for s in _scopes if s != "claims"),
+        )
+        os.environ.update({"NODEBENCH_PLAN": str(_plan)})
 
 
 def say(line):

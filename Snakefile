@@ -39,34 +39,10 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/claims.smk"
 
 
-# Light jobs that a cluster executor runs on the submitting host instead of as
-# cluster jobs (no effect on a local run): installing the servers' packages needs
-# the npm registry, which compute nodes often cannot reach, and the tail of the
-# pipeline takes seconds, less than one scheduler round trip.
-localrules:
-    install_node_packages,
-    probe_load_generator,
-    probe_node,
-    install_node,
-    aggregate_runs,
-    compute_metrics,
-    compute_scores,
-    compute_stopping,
-    compute_scenarios,
-    compute_versions,
-    compute_latency,
-    look,
-    compute_ab,
-    check_ab_threshold,
-    plot_chart,
-    write_summary,
-    write_results,
-    build_index_page,
-    list_outputs,
-    list_all_outputs,
-    compute_claims,
-    write_ledger,
-    list_claims_outputs,
+# Light jobs that a cluster executor runs on the submitting host instead of as cluster jobs say so in their own
+# rule (`localrule: True`; no effect on a local run): installing the servers' packages needs the npm registry,
+# which compute nodes often cannot reach, and the tail of the pipeline takes seconds, less than one scheduler round
+# trip. Only the measurements, the expected failures and the database template go to the cluster.
 
 
 rule all:

@@ -38,6 +38,12 @@ def probe(self, workflow, *args, **kwargs):
         "resources": {{name: value for name, value in self.resources.items() if not name.startswith("_")}},
         "rerun_incomplete": workflow.dag_settings.force_incomplete,
         "printshellcmds": workflow.output_settings.printshellcmds,
+        # Workflow.is_local without its local_exec clause, which holds for every rule in a dry-run.
+        "local_rules": sorted(
+            rule.name for rule in workflow.rules
+            if rule.group is None and (rule.name in workflow._localrules or rule.norun or rule.is_template_engine)
+        ),
+        "rules": sorted(rule.name for rule in workflow.rules),
     }}
     print({MARK!r}, json.dumps(found), flush=True)
 
@@ -95,3 +101,18 @@ def test_documented_command_schedules_with_its_bench(checkout: Path, args: list[
     assert found["resources"].get("bench") == bench, (found, loaded)
     # profiles/default's other settings hold under every command.
     assert found["rerun_incomplete"] and not found["printshellcmds"], found
+
+
+#: The rules whose jobs a cluster runs: the measurements, the failures a claim expects (each starts a server and
+#: its load) and the database template. Everything else runs where Snakemake runs.
+CLUSTER_RULES = {"measure_run", "expect_failure", "build_database_template", "prepare_external_database"}
+
+
+def test_under_the_cluster_profile_only_the_measurements_and_the_database_leave_the_submitting_host(checkout: Path):
+    found, _ = scheduled(checkout, COMMANDS["slurm"][0])
+    rules = set(found["rules"]) - {"all"}
+    # Every light rule local, with the rules `use rule` derives from them (aggregate_claim_runs, the claims' and
+    # the whole run's list_outputs), which the hand-kept list missed.
+    assert set(found["local_rules"]) - {"all"} == rules - CLUSTER_RULES, found
+    assert {"aggregate_claim_runs", "list_claims_outputs", "list_all_outputs"} <= set(found["local_rules"])
+    assert CLUSTER_RULES & rules >= {"measure_run", "build_database_template"}

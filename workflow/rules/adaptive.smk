@@ -13,6 +13,7 @@ checkpoint look:
         "data/logs/look/{block}/n{n}.log",
     wildcard_constraints:
         n=r"\d+",
+    localrule: True
     params:
         looks=lambda wc: T.looks(wc.block),
         half_width=lambda wc: T.adaptive(wc.block)["half_width"],
@@ -32,6 +33,7 @@ rule compute_ab:
         "data/logs/compute_ab/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, filter(T.is_ab, EXPERIMENTS))) or "(?!)",
+    localrule: True
     params:
         ab=lambda wc: EXPERIMENTS[wc.scope]["ab"],
         margin=config["equivalence_margin"],
@@ -54,6 +56,7 @@ rule check_ab_threshold:
         "data/logs/check_ab_threshold/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, filter(T.is_ab, EXPERIMENTS))) or "(?!)",
+    localrule: True
     params:
         fail_above=(config.get("ab") or {}).get("fail_above"),
         manifest=lambda wc: targets.MANIFEST.format(scope=wc.scope),

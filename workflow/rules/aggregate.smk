@@ -7,5 +7,6 @@ rule aggregate_runs:
         runs=targets.table_path("{scope}", "runs"),
     log:
         "data/logs/aggregate_runs/{scope}.log",
+    localrule: True
     script:
         "../../scripts/aggregate_runs.py"

@@ -14,6 +14,7 @@ rule plot_chart:
         spec=targets.chart_path("{scope}", "{chart}", "vl.json"),
     log:
         "data/logs/plot_chart/{scope}/{chart}.log",
+    localrule: True
     params:
         # The chart's caption for the report (workflow/report/charts/<chart>.rst, its figures filled in).
         caption=lambda wc: caption(wc.chart, workflow.basedir),

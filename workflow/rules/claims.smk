@@ -6,6 +6,7 @@
 # The runs of each scope that the claims read, and no others: the ledger measures what its claims need, in the
 # blocks that measure them, not every cell of every scope it touches.
 use rule aggregate_runs as aggregate_claim_runs with:
+    localrule: True
     input:
         records=lambda wc: T.claim_records(LEDGER_CLAIMS)[wc.scope],
         schema=targets.RUN_SCHEMA,
@@ -26,6 +27,7 @@ rule compute_claims:
         ledger=targets.LEDGER,
     log:
         "data/logs/compute_claims.log",
+    localrule: True
     params:
         scopes=LEDGER_RUN_SCOPES,
         # What this configuration cannot measure, so a change of the matrix re-evaluates the ledger.
@@ -46,12 +48,14 @@ rule write_ledger:
         page=targets.LEDGER_PAGE,
     log:
         "data/logs/write_ledger.log",
+    localrule: True
     script:
         "../../scripts/write_ledger.py"
 
 
 # reports/claims/all: the ledger (its rows link each scope's report, built by that scope's own target).
 use rule list_outputs as list_claims_outputs with:
+    localrule: True
     input:
         outputs=lambda wc: [
             targets.LEDGER,

@@ -7,6 +7,7 @@ rule compute_metrics:
         metrics=targets.table_path("{scope}", "metrics"),
     log:
         "data/logs/compute_metrics/{scope}.log",
+    localrule: True
     params:
         workloads=lambda wc: T.scope_workloads(wc.scope),
         margin=config["equivalence_margin"],
@@ -26,6 +27,7 @@ rule compute_scores:
         "data/logs/compute_scores/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, ["overall", *WORKLOADS])),
+    localrule: True
     script:
         "../../scripts/compute_scores.py"
 
@@ -41,6 +43,7 @@ rule compute_stopping:
         "data/logs/compute_stopping/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, EXPERIMENTS)) or "(?!)",
+    localrule: True
     script:
         "../../scripts/compute_stopping.py"
 
@@ -56,6 +59,7 @@ rule compute_scenarios:
         "data/logs/compute_scenarios/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, filter(T.scored, EXPERIMENTS))) or "(?!)",
+    localrule: True
     script:
         "../../scripts/compute_scenarios.py"
 
@@ -73,6 +77,7 @@ rule compute_versions:
         "data/logs/compute_versions/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, filter(T.versioned, EXPERIMENTS))) or "(?!)",
+    localrule: True
     params:
         margin=config["equivalence_margin"],
     script:
@@ -90,5 +95,6 @@ rule compute_latency:
         "data/logs/compute_latency/{scope}.log",
     wildcard_constraints:
         scope="|".join(map(re.escape, filter(T.open_loop, EXPERIMENTS))) or "(?!)",
+    localrule: True
     script:
         "../../scripts/compute_latency.py"

@@ -6,6 +6,7 @@ rule write_summary:
         summary=targets.SUMMARY,
     log:
         "data/logs/write_summary/{scope}.log",
+    localrule: True
     params:
         description=lambda wc: EXPERIMENTS.get(wc.scope, {}).get("description", ""),
     script:
@@ -22,6 +23,7 @@ rule build_index_page:
         page=targets.PAGE,
     log:
         "data/logs/build_index_page/{scope}.log",
+    localrule: True
     params:
         # The whole matrix's page links every experiment's page.
         elsewhere=lambda wc: (
@@ -45,6 +47,7 @@ rule write_results:
         json=targets.RESULTS_JSON,
     log:
         "data/logs/write_results/{scope}.log",
+    localrule: True
     script:
         "../../scripts/write_results.py"
 
@@ -57,12 +60,14 @@ rule list_outputs:
         manifest=targets.MANIFEST,
     log:
         "data/logs/list_outputs/{scope}.log",
+    localrule: True
     script:
         "../../scripts/list_outputs.py"
 
 
 # reports/all, the top target: the whole matrix's manifest.
 use rule list_outputs as list_all_outputs with:
+    localrule: True
     input:
         outputs=lambda wc: T.outputs(targets.OVERALL),
         code=code("list_outputs.py"),

@@ -6,6 +6,7 @@ rule install_node_packages:
         marker=targets.NODE_MODULES,
     log:
         "data/logs/install_node_packages.log",
+    localrule: True
     shell:
         "(cd servers && npm ci --no-audit --no-fund) > {log} 2>&1 && touch {output.marker}"
 
@@ -23,6 +24,7 @@ rule probe_load_generator:
     wildcard_constraints:
         client="|".join(PROGRAMS),
     priority: plan.PROBE_PRIORITY
+    localrule: True
     script:
         "../../scripts/probe_load_generator.py"
 
@@ -39,6 +41,7 @@ rule probe_node:
     log:
         "data/logs/probe_node.log",
     priority: plan.PROBE_PRIORITY
+    localrule: True
     params:
         identity=nodejs.identity(config["node"]),
     script:
@@ -56,5 +59,6 @@ rule install_node:
     wildcard_constraints:
         major=r"\d+",
     priority: plan.PROBE_PRIORITY
+    localrule: True
     script:
         "../../scripts/install_node.py"

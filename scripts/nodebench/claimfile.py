@@ -153,11 +153,6 @@ def check(claims: list[Mapping]) -> list[str]:
     return problems
 
 
-def measured_scopes(claims: list[Mapping]) -> list[str]:
-    """The scopes whose runs the ledger reads: those of claims that are measured."""
-    return list(dict.fromkeys(c["scope"] for c in claims if not (c.get("pending") or c.get("untestable"))))
-
-
 def resolve(claim: Mapping, cells: list[tuple] | None) -> str | None:
     """Why a measured claim cannot be answered by its scope's planned cells (None when each selector
     matches exactly one of them). cells: the scope's (workload, server, connections, load generator, stop);

@@ -6,8 +6,6 @@ change here changes every table, chart and sentence that mentions it.
 
 #: Confidence level of every interval.
 CONFIDENCE = 0.95
-#: Bootstrap resamples per interval.
-RESAMPLES = 2000
 #: A cell whose rounds vary by more than this coefficient of variation is flagged noisy.
 NOISY_CV = 0.05
 #: A cell is server-bound when the server's event loop was at least this busy.

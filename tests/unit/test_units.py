@@ -233,6 +233,30 @@ def test_records_written_under_the_old_field_names_read_as_todays(tmp_path: Path
     assert frames[0].loc[0, "round"] == 2 and frames[0].loc[0, "client"] == "wrk"
 
 
+def test_a_record_says_its_format_and_one_from_before_reads_as_format_1(tmp_path: Path):
+    from nodebench.harness.record import FORMAT_VERSION
+
+    today = make_record(server="express", workload="empty", format_version=FORMAT_VERSION)
+    before = {k: v for k, v in today.items() if k != "format_version"}
+    frame = aggregate.to_frame(
+        aggregate.load_records([_write(tmp_path / "a.json", today), _write(tmp_path / "b.json", before)], RUN_SCHEMA),
+        RUN_SCHEMA,
+    )
+    assert sorted(frame["format_version"]) == [1, FORMAT_VERSION] and str(frame["format_version"].dtype) == "int64"
+
+
+def test_a_record_of_a_newer_format_is_refused_naming_its_file_and_what_to_do(tmp_path: Path):
+    from nodebench.harness.record import FORMAT_VERSION
+
+    newer = _write(tmp_path / "r3.json", make_record(format_version=FORMAT_VERSION + 1))
+    with pytest.raises(aggregate.RecordFormatError, match=rf"r3.json: record format {FORMAT_VERSION + 1}, .*newer"):
+        aggregate.load_records([newer], RUN_SCHEMA)
+    # An older record that lacks what today's must have says it is older and how to measure it again.
+    old = {k: v for k, v in make_record().items() if k != "requests"}
+    with pytest.raises(ValueError, match=r"old.json: .*requests.*a record of format 1, older .*--forcerun"):
+        aggregate.load_records([_write(tmp_path / "old.json", old)], RUN_SCHEMA)
+
+
 def test_aggregate_in_batches_gives_the_same_table(tmp_path: Path):
     # Records stream into the frame a batch at a time; categories are set over all batches.
     records = synthetic_records(["node-http", "express", "fastify"], ["empty", "point-lookup"], [10, 50], 3)

@@ -9,6 +9,8 @@ import fastjsonschema
 import jsonschema
 import pandas as pd
 
+from nodebench.harness.record import FORMAT_VERSION
+
 SORT_KEYS = ["workload", "server", "connections", "client", "stop", "round"]
 #: Records converted to a typed frame at a time.
 BATCH = 10_000
@@ -17,11 +19,33 @@ BATCH = 10_000
 RENAMED = {"repetition": "round", "load_generator": "client", "load_generator_version": "client_version"}
 
 
+#: The record formats this checkout reads (harness/record.py, FORMAT_VERSION): 1, a record from before the
+#: field, reads as one of today through RENAMED and nulls.
+READS_FORMATS = range(1, FORMAT_VERSION + 1)
+
+
+class RecordFormatError(ValueError):
+    """A record whose format this checkout cannot read."""
+
+
 def current_names(record: dict) -> dict:
     """A record with the fields that were renamed under their names of today."""
     if RENAMED.keys().isdisjoint(record):
         return record
     return {RENAMED.get(k, k): v for k, v in record.items()}
+
+
+def readable(record: dict, path=None) -> dict:
+    """A run record as one of today: its format (1 where it has none) and current_names; RecordFormatError for a
+    format this checkout does not read (one written by a newer checkout), naming the file."""
+    version = record.get("format_version", 1)
+    if version not in READS_FORMATS:
+        raise RecordFormatError(
+            f"{path or 'a run record'}: record format {version!r}, and this checkout reads formats "
+            f"{READS_FORMATS.start}-{READS_FORMATS.stop - 1}: it was written by a newer nodebench; update this "
+            "checkout, or measure the cell again with this one (--forcerun measure_run)"
+        )
+    return {"format_version": version} | current_names(record)
 
 
 def column_types(schema: dict) -> dict:
@@ -54,7 +78,7 @@ def iter_records(paths, schema: dict) -> Iterator[dict]:
     fast = fastjsonschema.compile({k: v for k, v in schema.items() if k != "$schema"})
     validator = jsonschema.Draft202012Validator(schema)
     for path in paths:
-        record = current_names(json.loads(Path(path).read_text()))
+        record = readable(json.loads(Path(path).read_text()), path)
         try:
             fast(record)
             errors = []
@@ -62,7 +86,13 @@ def iter_records(paths, schema: dict) -> Iterator[dict]:
             errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
         if errors:
             where = "/".join(map(str, errors[0].path)) or "(record)"
-            raise ValueError(f"{path}: {where}: {errors[0].message}")
+            older = (
+                f" (a record of format {record['format_version']}, older than this checkout's {FORMAT_VERSION}: "
+                "measure the cell again with --forcerun measure_run)"
+                if record["format_version"] < FORMAT_VERSION
+                else ""
+            )
+            raise ValueError(f"{path}: {where}: {errors[0].message}{older}")
         yield record
 
 
@@ -87,6 +117,7 @@ def to_frame(records: Iterable[dict], schema: dict, batch: int = BATCH) -> pd.Da
         rows = [
             {
                 **r,
+                "format_version": r.get("format_version", 1),
                 "status_counts": json.dumps(r.get("status_counts", {}), sort_keys=True),
                 "server_statuses": json.dumps(r.get("server_statuses", {}), sort_keys=True),
                 "measurements": None if r.get("measurements") is None else json.dumps(r["measurements"]),

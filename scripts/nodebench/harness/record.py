@@ -12,6 +12,12 @@ from nodebench.catalogue.preemption import DISTURBED_STOLEN_SHARE, PREEMPT_ACTIV
 from nodebench.harness.errors import RunError
 from nodebench.harness.hostsample import disturbance, window_figures
 
+#: The run record's format. 1: every record written before the field existed (aggregation reads it as one of
+#: today: renamed fields under today's names, fields it lacks as null); 2: the same fields, with this one.
+#: Raise it when a field changes meaning or unit, and say in analysis/aggregate.py how an older one is read
+#: (or that it is refused).
+FORMAT_VERSION = 2
+
 
 def derive(load: dict, window_s: float, elu: dict) -> dict:
     """Rates and CPU per request from the raw counts of one measured window.
@@ -201,6 +207,7 @@ def build(o: dict, facts: dict) -> dict:
     finished_at = datetime.now(UTC)
     warmup_s = float(opts.warmup_s)
     return {
+        "format_version": FORMAT_VERSION,
         "server": cell.server,
         "workload": cell.workload,
         "connections": cell.connections,

@@ -378,3 +378,18 @@ def test_a_full_record_directory_is_named_before_measuring(faulty):
     text = job_log(project, "node-http", connections=20).read_text()
     assert "start empty/node-http" not in text  # nothing was started, let alone measured
     assert left == ["filler"] and not leftovers(project)
+
+
+def test_a_dry_run_says_which_stale_look_it_would_remove_and_removes_nothing(tmp_path: Path):
+    # Snakemake sets workflow.dryrun only after the Snakefile has run, so the Snakefile's own tidying read it as
+    # False: `snakemake -n` removed stale looks and the reports they fed (targets.dry_run_asked).
+    config = (Path(__file__).parents[1] / "config.yaml").read_text() + "\nadaptive: {half_width: 0.03, looks: [2, 3]}\n"
+    project = make_project(tmp_path / "project", config)
+    look = project / "data" / "looks" / "main" / "n2.json"
+    look.parent.mkdir(parents=True)
+    look.write_text("not a look")
+    for args in (["-n"], ["-np"], ["--dry-run"]):
+        res = snakemake(project, *args, "reports/all", timeout=120)
+        assert res.returncode == 0, res.stdout[-3000:]
+        assert look.exists(), (args, res.stdout[-3000:])
+        assert "is stale (unreadable" in res.stdout and "would remove it" in res.stdout, res.stdout[-3000:]

@@ -65,18 +65,20 @@ def drop_stale_looks(blocks: dict, say=lambda line: None, dry_run: bool = False)
     checkpoint's output even when that checkpoint is about to run again (its params changed), so a stale look
     would decide the rounds before its rerun could; and it does not follow a checkpoint that an existing
     output's input function waits for, so a product made before the looks were complete would stand. Removed,
-    they are due. A dry run says what it would remove and removes nothing.
+    they are due. A dry run says what it would remove and removes nothing. Returns what was removed (on a dry
+    run, what would be: the workflow then plans as if it were gone).
     """
     removed = []
     for block, (looks, half_width, path_of, inputs_of, products) in blocks.items():
         removed += _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run)
-        if _decided(looks, path_of):
+        if _decided(looks, path_of, removed):
             continue
         for product in map(Path, products):
             if not product.is_file():
                 continue
             if dry_run:
                 say(f"would remove {product}: the looks of {block} have not decided its rounds yet")
+                removed.append(product)
                 continue
             try:
                 product.unlink()
@@ -84,14 +86,17 @@ def drop_stale_looks(blocks: dict, say=lambda line: None, dry_run: bool = False)
                 say(f"{product} is made from rounds the looks of {block} have not decided, and cannot be removed: {e}")
                 continue
             removed.append(product)
-        if any(Path(p) in removed for p in products):
+        if not dry_run and any(Path(p) in removed for p in products):
             say(f"the looks of {block} have not decided its rounds yet: removed what was made from them before")
     return removed
 
 
-def _decided(looks: list[int], path_of) -> bool:
-    """Whether a block's existing looks reach one that says stop, with none missing before it."""
+def _decided(looks: list[int], path_of, gone=()) -> bool:
+    """Whether a block's existing looks reach one that says stop, with none missing before it (`gone`: looks
+    removed, or on a dry run to be removed, count as missing)."""
     for n in looks:
+        if Path(path_of(n)) in gone:
+            return False
         try:
             if json.loads(Path(path_of(n)).read_text()).get("stop"):
                 return True
@@ -114,6 +119,7 @@ def _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run) -> l
                 continue
         if dry_run:
             say(f"{path} is stale ({stale}): would remove it")
+            removed.append(path)
             continue
         try:
             path.unlink()

@@ -565,6 +565,21 @@ def target_problems(args, scopes) -> list[str]:
     return found
 
 
+#: Snakemake's short options that take no value: one of these clusters with -n is still a dry run (-np, -pn).
+FLAGS_WITHOUT_VALUE = set("nprqFfRUkTDS")
+
+
+def dry_run_asked(args) -> bool:
+    """Whether the command line asks for a dry run. Snakemake (9.27) sets workflow.dryrun only after the Snakefile
+    has run (its executor does not exist yet), so code run while the Snakefile is read cannot ask it."""
+    for arg in args:
+        if arg in ("--dry-run", "--dryrun", "--dry_run") or arg.startswith(("--dry-run=", "--dryrun=")):
+            return True
+        if len(arg) > 1 and arg[0] == "-" and arg[1] != "-" and "n" in arg and set(arg[1:]) <= FLAGS_WITHOUT_VALUE:
+            return True
+    return False
+
+
 def requested_scopes(args, scopes) -> list[str]:
     """The scopes whose reports the command line asks for ('claims' for the ledger); the whole matrix's when
     it names none (reports/all is the default target)."""

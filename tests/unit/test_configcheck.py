@@ -361,3 +361,13 @@ def test_a_yaml_mistake_names_the_file_and_line(tmp_path):
     (found,) = configcheck.yaml_problems(REPO / "config.yaml", bad)
     assert found.startswith(f"{bad}, line 4, column 2: ")
     assert configcheck.yaml_problems(REPO / "config.yaml", REPO / "experiments.yaml") == []
+
+
+def test_a_dry_run_is_read_from_the_command_line_in_every_spelling():
+    from nodebench import targets
+
+    # workflow.dryrun is False while the Snakefile runs (Snakemake 9.27), so its own tidying asks the command line.
+    for args in (["-n"], ["-np", "reports/all"], ["-pn"], ["--dry-run"], ["--dryrun"], ["--cores", "1", "-n"]):
+        assert targets.dry_run_asked(args), args
+    for args in ([], ["--cores", "1", "reports/all"], ["-p"], ["--config", "n=1"], ["-j", "4"], ["-s", "Snakefile"]):
+        assert not targets.dry_run_asked(args), args

@@ -6,7 +6,6 @@
 # The runs of each scope that the claims read, and no others: the ledger measures what its claims need, in the
 # blocks that measure them, not every cell of every scope it touches.
 use rule aggregate_runs as aggregate_claim_runs with:
-    localrule: True
     input:
         records=lambda wc: T.claim_records(LEDGER_CLAIMS)[wc.scope],
         schema=targets.RUN_SCHEMA,
@@ -15,6 +14,7 @@ use rule aggregate_runs as aggregate_claim_runs with:
         runs=targets.LEDGER_RUNS,
     log:
         "data/logs/aggregate_claim_runs/{scope}.log",
+    localrule: True
 
 
 rule compute_claims:
@@ -55,7 +55,6 @@ rule write_ledger:
 
 # reports/claims/all: the ledger (its rows link each scope's report, built by that scope's own target).
 use rule list_outputs as list_claims_outputs with:
-    localrule: True
     input:
         outputs=lambda wc: [
             targets.LEDGER,
@@ -68,3 +67,4 @@ use rule list_outputs as list_claims_outputs with:
         manifest=targets.LEDGER_MANIFEST,
     log:
         "data/logs/list_outputs/claims.log",
+    localrule: True

@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 
 import yaml
+from snakemake.exceptions import IncompleteCheckpointException
+from snakemake.io import checkpoint_target
 from snakemake.utils import validate
 
 # This checkout's nodebench package, here and in every job (jobs inherit PYTHONPATH), even
@@ -109,22 +111,6 @@ if workflow.is_main_process:
     )
     stop_on(_too_long)
     print(f"nodebench: {_line}", file=sys.stderr)
-    if not workflow.dryrun and _to_measure:
-        # Each measurement job reads this plan to say which round of how many it measured and how long the rest
-        # will take (nodebench.harness.progress).
-        _plan = progress.plan_path(
-            Path(".snakemake") / "nodebench", JOB_ENV["NODEBENCH_SESSION"]
-        ).resolve()
-        progress.write(
-            _plan,
-            _planned,
-            {
-                r: targets.measuring_seconds([r], config["warmup_s"])
-                for r in _to_measure
-            },
-            capped=any(T.looks(T.block_of(s)) for s in _scopes if s != "claims"),
-        )
-        os.environ.update({"NODEBENCH_PLAN": str(_plan)})
 
 
 def say(line):
@@ -137,7 +123,18 @@ def say(line):
 if workflow.is_main_process:
     recovery.drop_false_manifests(T.manifests(), say)
     # A look made for other looks or another target, or before its records, decides nothing: made again.
-    recovery.drop_stale_looks(T.adaptive_blocks(), say, dry_run=workflow.dryrun)
+    # workflow.dryrun is False while the Snakefile is read (targets.dry_run_asked): the command line says.
+    # A dry run removes nothing and plans as if what it would remove were gone (stopped_at).
+    WOULD_REMOVE = {
+        str(p)
+        for p in recovery.drop_stale_looks(
+            T.adaptive_blocks(),
+            say,
+            dry_run=workflow.dryrun or targets.dry_run_asked(sys.argv[1:]),
+        )
+    }
+else:
+    WOULD_REMOVE = set()
 
 
 # --- Input functions: each delegates to nodebench.targets ----------------------------
@@ -203,6 +200,11 @@ def stopped_at(block):
     Each look is the checkpoint `look` (adaptive.smk): asking for one not yet made makes Snakemake run it.
     """
     for n in T.looks(block):
+        if T.look_path(block, n) in WOULD_REMOVE:
+            # A dry run's stale look: to be made again, as if it had been removed.
+            raise IncompleteCheckpointException(
+                checkpoints.look.rule, checkpoint_target(T.look_path(block, n))
+            )
         with open(checkpoints.look.get(block=block, n=n).output.look) as f:
             if json.load(f)["stop"]:
                 return n
@@ -231,6 +233,36 @@ onstart:
             storage.probe(Path(directory))
     except StorageError as e:
         raise WorkflowError(f"{e}; nothing was run") from None
+    # The measurements Snakemake will run now that the DAG is built: the plan's missing records, and recorded ones
+    # whose code or inputs changed. Each job reads this plan to say which round of how many it measured and how
+    # long the rest will take (nodebench.harness.progress).
+    due = [
+        str(j.output[0])
+        for j in workflow.dag.needrun_jobs()
+        if j.rule.name == "measure_run"
+    ]
+    again = [r for r in due if os.path.exists(r)]
+    if again:
+        say(
+            f"{len(again)} recorded runs will be measured again (asked for, or their code or inputs changed): about "
+            f"{targets.spoken_duration(targets.measuring_seconds(again, config['warmup_s']))} more"
+        )
+    # Adaptive blocks' later rounds join the DAG only at their looks: planned, at most.
+    to_measure = list(dict.fromkeys([*due, *_to_measure]))
+    if to_measure:
+        plan_file = progress.plan_path(
+            Path(".snakemake") / "nodebench", JOB_ENV["NODEBENCH_SESSION"]
+        ).resolve()
+        progress.write(
+            plan_file,
+            _planned,
+            {
+                r: targets.measuring_seconds([r], config["warmup_s"])
+                for r in to_measure
+            },
+            capped=any(T.looks(T.block_of(s)) for s in _scopes if s != "claims"),
+        )
+        os.environ.update({"NODEBENCH_PLAN": str(plan_file)})
 
 
 _runs = [*T.all_runs(), *T.all_failure_cells()]

@@ -67,7 +67,6 @@ rule list_outputs:
 
 # reports/all, the top target: the whole matrix's manifest.
 use rule list_outputs as list_all_outputs with:
-    localrule: True
     input:
         outputs=lambda wc: T.outputs(targets.OVERALL),
         code=code("list_outputs.py"),
@@ -75,3 +74,4 @@ use rule list_outputs as list_all_outputs with:
         manifest="reports/all",
     log:
         "data/logs/list_outputs/all.log",
+    localrule: True

@@ -159,7 +159,10 @@ def schema_problems(config: dict, schema: dict) -> list[str]:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema)
-    return sorted({line for error in validator.iter_errors(config) for line in _described(error)})
+    found = {line for error in validator.iter_errors(config) for line in _described(error)}
+    # Checks the schema cannot make that need nothing else valid, so that they come with the schema's problems
+    # instead of after they are fixed.
+    return sorted(found | set(_looks(config))) if found else []
 
 
 def available_servers(servers_dir: Path) -> list[str]:
@@ -300,14 +303,17 @@ def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
 
 def _looks(config: dict) -> Iterator[str]:
     """Looks are declared in the order they are made, the last being the cap: [10, 5] is a mistake, not [5, 10]."""
-    found = [
-        ("adaptive.looks", (config.get("adaptive") or {}).get("looks")),
-        ("ab.looks", (config.get("ab") or {}).get("looks")),
-    ]
-    for name, experiment in (config.get("experiments") or {}).items():
-        found.append((f"experiments.{name}.adaptive.looks", ((experiment or {}).get("adaptive") or {}).get("looks")))
+
+    def of(mapping, key):  # also read beside schema problems: any value may be of any type
+        return mapping.get(key) if isinstance(mapping, dict) else None
+
+    found = [("adaptive.looks", of(of(config, "adaptive"), "looks")), ("ab.looks", of(of(config, "ab"), "looks"))]
+    experiments = of(config, "experiments")
+    for name, experiment in experiments.items() if isinstance(experiments, dict) else []:
+        found.append((f"experiments.{name}.adaptive.looks", of(of(experiment, "adaptive"), "looks")))
     for where, looks in found:
-        if looks and list(looks) != sorted(looks):
+        numbers = isinstance(looks, list) and all(isinstance(n, int | float) for n in looks)
+        if numbers and looks != sorted(looks):
             yield (
                 f"config key '{where}' is {looks}: looks go in ascending order, the last being the cap "
                 f"({sorted(looks)})"
@@ -380,3 +386,21 @@ def warnings(config: dict) -> list[str]:
             "no A/A control and no noise floor in this run"
         ]
     return []
+
+
+def merged_workloads(config: dict, given: dict | None) -> list[str]:
+    """Snakemake merges a --config mapping into config.yaml's: `--config workloads='{empty: ...}'` changes empty
+    and keeps every other workload, which a person who meant "only empty" would not see. Said once, with the
+    way to measure one workload alone."""
+    mine = (given or {}).get("workloads")
+    if not isinstance(mine, dict):
+        return []
+    kept = [w for w in config.get("workloads", {}) if w not in mine]
+    if not kept:
+        return []
+    target = f"reports/{next(iter(mine))}/all" if mine else "reports/<workload>/all"
+    return [
+        f"--config workloads sets {', '.join(map(str, mine))} and is merged into config.yaml's, so "
+        f"{', '.join(kept)} {'is' if len(kept) == 1 else 'are'} still measured; for one workload alone ask for its "
+        f"target ({target})"
+    ]

@@ -347,6 +347,16 @@ def test_a_dsn_libpq_cannot_read_is_named_by_its_key():
     assert configcheck.problems(config, SERVERS) == []
 
 
+def test_looks_out_of_order_come_with_the_schema_problems_not_after_them():
+    # Every problem at once: the missing half_width and the order of the looks in one message.
+    found = configcheck.schema_problems(from_command_line("adaptive={looks: [10, 5]}", "ab={looks: oops}"), schema())
+    assert "config key 'adaptive' lacks 'half_width', which it needs" in found
+    assert (
+        "config key 'adaptive.looks' is [10, 5]: looks go in ascending order, the last being the cap ([5, 10])"
+    ) in found
+    assert any(line.startswith("config key 'ab.looks' is 'oops'") for line in found)
+
+
 def test_looks_out_of_order_are_an_error_not_sorted():
     config = copy.deepcopy(shipped()) | {"adaptive": {"half_width": 0.03, "looks": [10, 5]}}
     found = configcheck.problems(config, SERVERS)
@@ -371,3 +381,15 @@ def test_a_dry_run_is_read_from_the_command_line_in_every_spelling():
         assert targets.dry_run_asked(args), args
     for args in ([], ["--cores", "1", "reports/all"], ["-p"], ["--config", "n=1"], ["-j", "4"], ["-s", "Snakefile"]):
         assert not targets.dry_run_asked(args), args
+
+
+def test_a_workloads_mapping_on_the_command_line_says_it_is_merged_and_how_to_measure_one_workload():
+    given = {"workloads": {"empty": {"connections": [50]}}}
+    config = from_command_line("workloads={empty: {connections: [50]}}")
+    (line,) = configcheck.merged_workloads(config, given)
+    assert line == (
+        "--config workloads sets empty and is merged into config.yaml's, so point-lookup, list are still measured; "
+        "for one workload alone ask for its target (reports/empty/all)"
+    )
+    assert configcheck.merged_workloads(config, {"rounds": 3}) == []
+    assert configcheck.merged_workloads(config, None) == []

@@ -52,7 +52,10 @@ validate(config, CONFIG_SCHEMA)
 stop_on(configcheck.problems(config, Path(workflow.basedir) / "servers"))
 # The A/B target (config's `ab`) is measured as an experiment of its own: reports/ab/all.
 config["experiments"] = plan.with_ab(config)["experiments"]
-for _line in configcheck.warnings(config):
+for _line in [
+    *configcheck.warnings(config),
+    *configcheck.merged_workloads(config, workflow.config_settings.config),
+]:
     print(f"nodebench: {_line}", file=sys.stderr)
 
 # The claims ledger's file, read with libyaml (5 ms instead of 40 at every start), checked as config is.

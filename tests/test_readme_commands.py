@@ -58,6 +58,9 @@ def how_to_run(command: str) -> tuple[str, str, set[int]] | None:
         return command, "finished", {0, 1}
     if command.startswith(".venv/bin/python scripts/compare_results.py A/"):
         return command, "two finished", {0}
+    if command.startswith(".venv/bin/python -c 'import sys, yaml;") and command.endswith(" my-config.yaml"):
+        # On a config with a YAML mistake on its line 2: it fails, naming the file and the line.
+        return f"printf 'rounds: 2\\nservers: [a, b\\nduration_s: 1\\n' > my-config.yaml; {command}", "fresh", {1}
     return None
 
 
@@ -105,6 +108,8 @@ def test_command_works_as_written(doc: str, command: str, checkout: Path, reques
         where = request.getfixturevalue("two_finished")
     res = run(runnable, checkout if where == "fresh" else where)
     assert res.returncode in passing, f"{doc}: {runnable}\n{res.stdout[-3000:]}"
+    if "yaml.safe_load" in command:
+        assert re.search(r'in "my-config.yaml", line [23]', res.stdout), res.stdout[-3000:]
     if runnable.endswith("--dry-run") and "reports/" in command:
         assert planned_cells(res.stdout), f"{doc}: {runnable} planned no measurement\n{res.stdout[-3000:]}"
 

@@ -207,9 +207,10 @@ def test_the_printed_measurement_command_is_the_job(project: Path):
 def test_editing_the_wrk_script_replans_only_wrk_cells(study: Path):
     out = replan_after_touching(study, "servers/loadgen/wrk-report.lua")
     assert planned_rules(out) >= {"measure_run"}
-    # The main matrix's 8 cells (wrk) and the study's own wrk cell, and the open-loop cell whose rate is a share of
-    # that wrk cell's req/s (its record is an input); no autocannon or ab cell.
-    assert sorted(re.findall(r"client=(\w+)", out)) == ["openloop"] + ["wrk"] * 9
+    # The main matrix's 8 cells (wrk), the study's own wrk cell and its capacity measured again after the sweep
+    # (1s-end), and the open-loop cell whose rate is a share of that wrk cell's req/s (its record is an input); no
+    # autocannon or ab cell.
+    assert sorted(re.findall(r"client=(\w+)", out)) == ["openloop"] + ["wrk"] * 10
 
 
 def test_a_moved_checkout_plans_nothing(study: Path, tmp_path: Path):
@@ -291,7 +292,7 @@ def test_study_measures_counts_and_other_clients(study: Path):
     runs = pd.read_parquet(study / "data/tiny-study/runs.parquet").astype({"client": str})
     by = {(r.client, str(r.stop)): r for r in runs.itertuples()}
     assert set(by) == {("autocannon", "1s"), ("autocannon", "2000req"), ("wrk", "1s"), ("ab", "2000req"),
-                       ("openloop", "1s-at50")}  # fmt: skip
+                       ("openloop", "1s-at50"), ("wrk", "1s-end")}  # fmt: skip
     count = by[("autocannon", "2000req")]
     # What happened is recorded, not assumed: the count asked for, the count done, and when work ended.
     assert count.stopping_rule == "count" and count.requests_target == 2000 and count.requests >= 2000
@@ -360,11 +361,15 @@ def test_cost_curve_measures_every_server_at_one_rate_beside_its_capacity(projec
     assert res.returncode == 0, res.stdout[-4000:]
     runs = pd.read_parquet(project / "data/tiny-curve/runs.parquet").astype({"client": str, "stop": str, "server": str})
     assert sorted(zip(runs["server"], runs["client"], runs["stop"], strict=True)) == [
-        ("express", "openloop", "1s-r300"), ("express", "wrk", "1s"),
-        ("fastify", "openloop", "1s-r300"), ("fastify", "wrk", "1s"),
+        ("express", "openloop", "1s-r300"), ("express", "wrk", "1s"), ("express", "wrk", "1s-end"),
+        ("fastify", "openloop", "1s-r300"), ("fastify", "wrk", "1s"), ("fastify", "wrk", "1s-end"),
     ]  # fmt: skip
+    # Each server's capacity before its sweep, the sweep, then its capacity again, in that order.
     for name in ("express", "fastify"):
-        mine = runs[runs["server"] == name].set_index("client")
+        order = runs[runs["server"] == name].sort_values("started_at")["stop"].tolist()
+        assert order == ["1s", "1s-r300", "1s-end"], order
+    for name in ("express", "fastify"):
+        mine = runs[(runs["server"] == name) & (runs["stop"] != "1s-end")].set_index("client")
         rated, capacity = mine.loc["openloop"], mine.loc["wrk"]
         # The same rate for both servers, whatever their capacity; the capacity beside it is recorded.
         assert rated.load_rate == 300 and pd.isna(rated.load_pct) and rated.openloop_target_rate == 300
@@ -375,6 +380,7 @@ def test_cost_curve_measures_every_server_at_one_rate_beside_its_capacity(projec
     text = (project / "reports/tiny-curve/summary.md").read_text()
     assert "## Cost per request against load" in text
     assert "- **empty**, fastify / express:" in text and "at 300 req/s" in text and "at saturation" in text
+    assert "## Capacity before and after each sweep" in text and "of 2 sweeps flagged" in text
     manifest = (project / "reports/tiny-curve/all").read_text().split()
     assert "reports/tiny-curve/charts/cost-load.svg" in manifest
     assert all((project / m).exists() for m in manifest)

@@ -226,13 +226,15 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
                                 seen[(workload, server, connections, client, stop)] = None
                                 continue
                             # An open loop's capacity cell first, then one cell per share of it and one per
-                            # rate common to every server (the cost curve's ladder).
+                            # rate common to every server (the cost curve's ladder), then the capacity again:
+                            # the sweep's two capacities say whether its ceiling held while it was measured.
                             seen[capacity_cell((workload, server, connections, client, stop))] = None
                             rule = Stop.parse(stop)
                             rates = [Stop(rule.rule, rule.value, load_pct=p) for p in m.get("loads_pct") or []]
                             rates += [Stop(rule.rule, rule.value, rate=r) for r in m.get("rates_per_s") or []]
                             for rated in rates:
                                 seen[(workload, server, connections, client, rated.label)] = None
+                            seen[capacity_end_cell((workload, server, connections, client, stop))] = None
     return list(seen)
 
 
@@ -241,6 +243,19 @@ def capacity_cell(cell: tuple) -> tuple:
     workload, server, connections and duration, with CAPACITY_CLIENT."""
     workload, server, connections, _, stop = cell
     return (workload, server, connections, CAPACITY_CLIENT, Stop.parse(stop).closed.label)
+
+
+def capacity_end_cell(cell: tuple) -> tuple:
+    """The closed-loop cell that measures an open-loop sweep's capacity again after it (stop '<d>s-end')."""
+    workload, server, connections, _, stop = cell
+    return (workload, server, connections, CAPACITY_CLIENT, Stop.parse(stop).closed.end.label)
+
+
+def sweep_phase(cell: tuple) -> int:
+    """Where a cell's peer group goes in its round: 0 a closed loop (an open-loop sweep's capacity among them),
+    1 an open loop at a rate, 2 a capacity measured again after its sweep."""
+    stop = Stop.parse(cell[4])
+    return 2 if stop.after else 1 if stop.open else 0
 
 
 def peer_key(cell: tuple) -> tuple:
@@ -262,6 +277,9 @@ def blocked(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
     rng = random.Random(f"{seed}/{round_}")
     keys = list(groups)
     rng.shuffle(keys)
+    # Shuffled within each phase of an open-loop sweep: capacities, then the rates, then the capacities again
+    # (a block without open loops has one phase, so its order is the shuffle's).
+    keys.sort(key=lambda k: sweep_phase(groups[k][0]))
     out = []
     for key in keys:
         group = groups[key]

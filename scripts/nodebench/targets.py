@@ -158,6 +158,17 @@ class Targets:
         """The block whose rounds a scope reports: an experiment's own, else the main matrix's."""
         return self.block_names.get(scope, plan.MAIN_BLOCK)
 
+    def _sweeps(self) -> dict:
+        """(block, workload, server, connections, round) -> the (client, stop) of each open-loop run that block
+        measures there, built once."""
+        if getattr(self, "_sweep_index", None) is None:
+            index: dict[tuple, list] = {}
+            for block, workload, server, connections, client, stop, round_ in self.plan.runs:
+                if Stop.parse(stop).open:
+                    index.setdefault((block, workload, server, connections, round_), []).append((client, stop))
+            self._sweep_index = index
+        return self._sweep_index
+
     def _owner(self, block: str) -> str:
         """The config entry of a block: MAIN_BLOCK, or the experiment that measures in it."""
         return self.experiment_of.get(block, plan.MAIN_BLOCK)
@@ -294,6 +305,14 @@ class Targets:
             cell = plan.capacity_cell((workload, server, int(connections), client_name, stop))
             owner = self.plan.owner(block, *cell, round_)
             inputs["capacity"] = record_path(owner, *cell, round_)
+        if run is not None and Stop.parse(run[1]).after:
+            # The capacity measured again after its sweep: after every open-loop run of it, whatever the order
+            # the scheduler would otherwise choose (its records are inputs; nothing is read from them).
+            connections, _, round_ = run
+            inputs["sweep"] = [
+                record_path(block, workload, server, int(connections), c, stop, int(round_))
+                for c, stop in self._sweeps().get((block, workload, server, int(connections), int(round_)), [])
+            ]
         pair = self.ab_pair(block) if block else None
         if pair and server in pair:
             other = pair[1 - pair.index(server)]

@@ -8,7 +8,7 @@ import pytest
 from nodebench.analysis.costcurve import SATURATION, cost_curve, not_like_with_like
 from nodebench.analysis.metrics import compute_metrics
 from nodebench.catalogue.clients import Stop
-from nodebench.plan import experiment_cells
+from nodebench.plan import blocked, experiment_cells
 from nodebench.render.costcurve_report import costcurve_blocks
 from nodebench.render.document import to_markdown
 
@@ -75,9 +75,16 @@ def test_an_experiment_with_rates_plans_the_capacity_cell_and_one_cell_per_rate(
     }
     cells = experiment_cells(config, "curve")
     assert sorted(c[3:] for c in cells if c[1] == "express") == [
-        ("openloop", "5s-r1000"), ("openloop", "5s-r3000"), ("wrk", "5s")
+        ("openloop", "5s-r1000"), ("openloop", "5s-r3000"), ("wrk", "5s"), ("wrk", "5s-end")
     ]  # fmt: skip
-    assert len(cells) == 6
+    assert len(cells) == 8
+    # In every round: the capacities, then the rates, then the capacities again, each phase's groups shuffled.
+    for r in (1, 2, 3):
+        order = [c[4] for group in blocked(cells, 1, r) for c in group]
+        assert order[:2] == ["5s", "5s"] and order[-2:] == ["5s-end", "5s-end"], order
+        assert sorted(order[2:6]) == ["5s-r1000", "5s-r1000", "5s-r3000", "5s-r3000"]
+    assert Stop.parse("5s-end") == Stop("duration", 5.0, after=True) and Stop.parse("5s-end").label == "5s-end"
+    assert not Stop.parse("5s-end").open and Stop.parse("5s-r1000").closed.end.label == "5s-end"
 
 
 def test_cost_curve_reads_each_server_at_each_rate_and_at_its_ceiling():
@@ -129,3 +136,33 @@ def test_no_fixed_rate_no_section():
     closed = closed[closed["client"] == "wrk"]
     assert cost_curve(compute_metrics(closed)).empty
     assert costcurve_blocks(compute_metrics(closed)) == []
+
+
+def test_a_sweep_whose_capacity_moved_more_than_5_percent_is_flagged_with_its_round():
+    from nodebench.analysis.costcurve import capacity_drift
+    from nodebench.render.costcurve_report import sweep_blocks
+
+    rows = []
+    for server, (before, after) in {"fastify": (40000, 40800), "express": (6000, 5580)}.items():
+        for round_, scale in ((1, 1.0), (2, 1.01)):
+            rows += [
+                {"workload": "empty", "server": server, "connections": 50, "client": "wrk", "stop": "5s",
+                 "round": round_, "req_per_s": before * scale},
+                {"workload": "empty", "server": server, "connections": 50, "client": "openloop", "stop": "5s-r1000",
+                 "round": round_, "req_per_s": 1000.0},
+                # Express's ceiling fell 7 % during round 2's sweep, not during round 1's.
+                {"workload": "empty", "server": server, "connections": 50, "client": "wrk", "stop": "5s-end",
+                 "round": round_, "req_per_s": (after if round_ == 2 else before) * scale},
+            ]  # fmt: skip
+    drift = capacity_drift(pd.DataFrame(rows))
+    assert len(drift) == 4
+    fastify = drift[drift["server"] == "fastify"].set_index("round")
+    assert fastify.loc[2, "drift"] == pytest.approx(0.02) and not fastify["flagged"].any()
+    express = drift[drift["server"] == "express"].set_index("round")
+    assert express.loc[2, "drift"] == pytest.approx(-0.07) and list(express["flagged"]) == [False, True]
+    text = to_markdown(sweep_blocks(pd.DataFrame(rows)))
+    assert "1 of 4 sweeps flagged (25%)" in text
+    assert "**express** on `empty` at 50 connections: 2 sweeps" in text and "**1 flagged**: round 2 (-7.0%)" in text
+    assert "**fastify** on `empty` at 50 connections" in text and "none flagged" in text
+    # Without capacities measured again (a closed-loop matrix), nothing is said.
+    assert sweep_blocks(pd.DataFrame([r for r in rows if r["stop"] != "5s-end"])) == []

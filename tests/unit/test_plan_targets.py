@@ -76,15 +76,22 @@ def test_an_open_loop_cell_reads_its_capacity_from_its_wrk_cell_of_the_same_roun
     cells = plan.experiment_cells(t.config, "latency")
     loads = sorted({c[4] for c in cells if c[3] == "openloop"})
     assert loads == ["5s-at25", "5s-at50", "5s-at75", "5s-at90"]
-    # Each server and workload's wrk cell is planned beside its open-loop cells, and comes first.
+    # Each server and workload's wrk cell is planned beside its open-loop cells, and comes first; the same wrk
+    # cell again after them ('5s-end') comes last.
     for w, s in {(c[0], c[1]) for c in cells}:
         mine = [c for c in cells if c[:2] == (w, s)]
-        assert mine[0] == (w, s, 50, "wrk", "5s") and len(mine) == 5
+        assert mine[0] == (w, s, 50, "wrk", "5s") and mine[-1] == (w, s, 50, "wrk", "5s-end") and len(mine) == 6
     block = t.block_of("latency")
     inputs = t.measure_inputs("empty", "express", "openloop", block, ("50", "5s-at75", "2"))
     assert inputs["capacity"] == targets.record_path(block, "empty", "express", 50, "wrk", "5s", 2)
     assert inputs["client_file"] == "servers/loadgen/openloop.js"
     assert "capacity" not in t.measure_inputs("empty", "express", "wrk", block, ("50", "5s", "2"))
+    # The capacity measured again waits for every open-loop run of its sweep, in its round, and only those.
+    end = t.measure_inputs("empty", "express", "wrk", block, ("50", "5s-end", "2"))
+    assert sorted(end["sweep"]) == [
+        targets.record_path(block, "empty", "express", 50, "openloop", f"5s-at{p}", 2) for p in (25, 50, 75, 90)
+    ]
+    assert "sweep" not in t.measure_inputs("empty", "express", "wrk", block, ("50", "5s", "2"))
 
 
 def test_a_job_on_an_installed_node_takes_that_binary_and_a_node_client_the_pipelines():

@@ -278,6 +278,6 @@ wildcard_constraints:
     round=r"\d+",
     block="|".join(map(re.escape, [plan.MAIN_BLOCK, *T.block_names.values()])),
     client="|".join(CLIENTS),
-    stop=r"(\d+(\.\d+)?s|\d+req)(-at\d+|-r\d+)?",
+    stop=r"(\d+(\.\d+)?s|\d+req)(-at\d+|-r\d+|-end)?",
     scope="|".join(map(re.escape, SCOPES)),
     chart="|".join(CHART_LIST),

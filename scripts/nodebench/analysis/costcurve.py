@@ -20,6 +20,9 @@ SAME_LOAD_ELU = 0.05
 #: A fixed rate a server delivered less than this share of was beyond what it (or the client) sustained: that
 #: point is not at the offered load, and its ratios are not same-load ratios.
 SUSTAINED_SHARE = 0.95
+#: An open-loop sweep whose capacity, measured again after it, moved by more than this share from the one before
+#: it is flagged: the server's ceiling (and its shares of it) did not hold while the sweep was measured.
+CAPACITY_DRIFT = 0.05
 #: The label of a server's point at its own ceiling.
 SATURATION = "saturation"
 BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
@@ -110,3 +113,34 @@ def not_like_with_like(curve: pd.DataFrame, baseline: str = "express") -> pd.Dat
     name = BASELINES[baseline]
     sat = curve[(curve["load"] == SATURATION) & (curve["server"] != baseline)]
     return sat[sat[f"elu_gap_{name}"].abs() > SAME_LOAD_ELU]
+
+
+#: The sweep table's columns.
+SWEEP_COLUMNS = ["workload", "server", "connections", "round", "before_req_per_s", "after_req_per_s", "drift",
+                 "flagged"]  # fmt: skip
+
+
+def capacity_drift(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per open-loop sweep (workload, server, connections, round) that has both capacities: the closed
+    loop's req/s before the sweep (stop '<d>s') and after it ('<d>s-end'), drift = after / before - 1, and
+    flagged where |drift| > CAPACITY_DRIFT. Empty where no sweep measured its capacity again."""
+    if runs.empty or "stop" not in runs:
+        return pd.DataFrame(columns=SWEEP_COLUMNS)
+    r = runs.assign(
+        workload=runs["workload"].astype(str), server=runs["server"].astype(str), client=runs["client"].astype(str),
+        stop=runs["stop"].astype(str), connections=runs["connections"].astype(int), round=runs["round"].astype(int),
+    )  # fmt: skip
+    r = r[r["client"] == CAPACITY_CLIENT]
+    stops = r["stop"].map(Stop.parse)
+    after = r[stops.map(lambda s: s.after)].assign(closed=stops.map(lambda s: s.closed.label))
+    before = r[~stops.map(lambda s: s.after or s.open)]
+    keys = ["workload", "server", "connections", "round"]
+    pairs = after.merge(
+        before[[*keys, "stop", "req_per_s"]].rename(columns={"stop": "closed", "req_per_s": "before_req_per_s"}),
+        on=[*keys, "closed"],
+    ).rename(columns={"req_per_s": "after_req_per_s"})
+    if pairs.empty:
+        return pd.DataFrame(columns=SWEEP_COLUMNS)
+    pairs["drift"] = pairs["after_req_per_s"] / pairs["before_req_per_s"] - 1.0
+    pairs["flagged"] = pairs["drift"].abs() > CAPACITY_DRIFT
+    return pairs[SWEEP_COLUMNS].sort_values(keys).reset_index(drop=True)

@@ -80,12 +80,17 @@ class Stop:
     value: float
     load_pct: int | None = None
     rate: int | None = None
+    #: A closed loop's capacity measured again after its open-loop sweep (label '5s-end'): the sweep's two
+    #: capacities, before and after, say whether the server's ceiling held while the sweep measured it.
+    after: bool = False
 
     @property
     def label(self) -> str:
-        """The path segment: '10s', '100000req', '5s-at50' (5 s at 50 % of capacity) or '5s-r2000' (5 s at
-        2,000 req/s)."""
+        """The path segment: '10s', '100000req', '5s-at50' (5 s at 50 % of capacity), '5s-r2000' (5 s at
+        2,000 req/s) or '5s-end' (the capacity again after the sweep)."""
         base = f"{self.value:g}s" if self.rule == "duration" else f"{int(self.value)}req"
+        if self.after:
+            return f"{base}-end"
         if self.rate is not None:
             return f"{base}-r{self.rate}"
         return base if self.load_pct is None else f"{base}-at{self.load_pct}"
@@ -100,15 +105,24 @@ class Stop:
         """The same stopping rule without a rate: the capacity cell's."""
         return Stop(self.rule, self.value)
 
+    @property
+    def end(self) -> "Stop":
+        """The same stopping rule as the capacity measured again after the sweep."""
+        return Stop(self.rule, self.value, after=True)
+
     @classmethod
     def parse(cls, label: str) -> "Stop":
-        found = re.fullmatch(r"(?:(\d+)req|(\d+(?:\.\d+)?)s)(?:-at(\d+)|-r(\d+))?", label)
+        found = re.fullmatch(r"(?:(\d+)req|(\d+(?:\.\d+)?)s)(?:-at(\d+)|-r(\d+)|(-end))?", label)
         if not found:
-            raise ValueError(f"not a stopping rule: {label!r} (expected e.g. 10s, 100000req, 5s-at50 or 5s-r2000)")
-        count, seconds, load, rate = found.groups()
+            raise ValueError(
+                f"not a stopping rule: {label!r} (expected e.g. 10s, 100000req, 5s-at50, 5s-r2000 or 5s-end)"
+            )
+        count, seconds, load, rate, end = found.groups()
         load_pct = int(load) if load else None
         rate_ = int(rate) if rate else None
-        return cls("count", int(count), load_pct, rate_) if count else cls("duration", float(seconds), load_pct, rate_)
+        if count:
+            return cls("count", int(count), load_pct, rate_, bool(end))
+        return cls("duration", float(seconds), load_pct, rate_, bool(end))
 
 
 def problems(client: str, rules: dict, workloads=()) -> list[str]:

@@ -3,7 +3,15 @@ own ceiling, and how each ratio moves from low load to saturation."""
 
 import pandas as pd
 
-from nodebench.analysis.costcurve import SAME_LOAD_ELU, SATURATION, SUSTAINED_SHARE, cost_curve, movement
+from nodebench.analysis.costcurve import (
+    CAPACITY_DRIFT,
+    SAME_LOAD_ELU,
+    SATURATION,
+    SUSTAINED_SHARE,
+    capacity_drift,
+    cost_curve,
+    movement,
+)
 from nodebench.analysis.intervals import describe
 from nodebench.render.document import Block, Heading, Items, Para, Table
 from nodebench.render.latency_report import _ci, _num
@@ -111,3 +119,38 @@ def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
             )
         )
     return blocks
+
+
+def sweep_blocks(runs: pd.DataFrame) -> list[Block]:
+    """Each open-loop sweep's capacity before and after it, per workload and server, with the sweeps whose two
+    capacities differ by more than CAPACITY_DRIFT named (round and drift)."""
+    drift = capacity_drift(runs)
+    if drift.empty:
+        return []
+    lines = []
+    for (workload, server, connections), g in drift.groupby(["workload", "server", "connections"], sort=True):
+        flagged = g[g["flagged"]]
+        said = (
+            f"**{server}** on `{workload}` at {connections} connections: {len(g)} sweeps, capacity "
+            f"{g['before_req_per_s'].median():,.0f} req/s before and {g['after_req_per_s'].median():,.0f} after "
+            f"(medians), the change {g['drift'].median():+.1%} (median; {g['drift'].min():+.1%} to "
+            f"{g['drift'].max():+.1%}); "
+        )
+        if len(flagged):
+            rounds = ", ".join(f"round {int(r['round'])} ({r['drift']:+.1%})" for _, r in flagged.iterrows())
+            said += f"**{len(flagged)} flagged**: {rounds}"
+        else:
+            said += "none flagged"
+        lines.append(said)
+    n, k = len(drift), int(drift["flagged"].sum())
+    return [
+        Heading(2, "Capacity before and after each sweep"),
+        Para(
+            "Each server's capacity (wrk's closed loop, the same workload, connections and window) is measured "
+            "just before its open-loop runs of the round and again just after them. A sweep whose two capacities "
+            f"differ by more than {CAPACITY_DRIFT:.0%} is flagged: the server's ceiling did not hold while the "
+            "sweep was measured, so a share of capacity it sent at, or a cost compared with its ceiling, is not "
+            f"what it says. {k} of {n} sweeps flagged ({k / n:.0%})."
+        ),
+        Items(lines),
+    ]

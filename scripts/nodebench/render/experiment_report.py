@@ -21,7 +21,7 @@ from nodebench.analysis.experiments import (
 )
 from nodebench.analysis.intervals import describe, percent
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
-from nodebench.render.costcurve_report import costcurve_blocks
+from nodebench.render.costcurve_report import costcurve_blocks, sweep_blocks
 from nodebench.render.document import to_markdown
 from nodebench.render.latency_report import latency_blocks, server_blocks
 from nodebench.render.markdown import ci, machine_line
@@ -591,6 +591,7 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
         *(version_sections(versions, runs) if versions is not None and len(versions) else []),
         *(["", to_markdown(latency_blocks(latency))] if latency is not None and len(latency) else []),
         *(["", to_markdown(curve)] if (curve := costcurve_blocks(metrics)) else []),
+        *(["", to_markdown(sweeps)] if (sweeps := sweep_blocks(runs)) else []),
         "",
         "req/s in the tables below is the server's own (requests it received over its ELU window) unless a column "
         "says *reported*, which is the figure the load generator itself prints. Medians over rounds; "

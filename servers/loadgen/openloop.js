@@ -651,9 +651,11 @@ class Loader {
           this.pending = [];
           this.pendingHead = 0;
         }
-        if (refused === null && ph.unsent > 0) refused = `${ph.unsent} requests were still waiting for a connection at the end`;
+        // Requests still waiting for a connection at the end are not the client's lateness: every connection was
+        // waiting for an answer, so the system did not sustain the rate. The phase is a result (`unsent` says how
+        // many; the harness judges it not sustained), not refused; what is in flight is left, not a timeout.
         ph.refused = refused;
-        if (refused === null) {
+        if (refused === null && ph.unsent === 0) {
           ph.timeouts = ph.open; // sent, and not answered within the grace period while the client kept up
           ph.errors += ph.open;
         } else ph.abandoned = ph.open; // a refused phase's leftovers say nothing of the server

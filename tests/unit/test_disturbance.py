@@ -2,6 +2,7 @@
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -9,6 +10,7 @@ from nodebench.harness import hostsample, remeasure
 from nodebench.harness.hostsample import Snapshot, disturbance
 
 PID = 4000
+SCRIPTS = Path(__file__).parents[2] / "scripts"
 TICK_MS = 1000.0 / hostsample.CLK_TCK
 
 
@@ -151,3 +153,55 @@ def test_a_run_without_a_stolen_share_is_not_measured_again():
     measure, calls = measurer([rec(None), rec(0.0)])
     got = remeasure.measure_until_clean(measure, 2, lambda _: None)
     assert len(calls) == 1 and got["disturbed"] is None
+
+
+JOB = """
+import json, os, subprocess, sys
+from nodebench.harness import procs
+own = subprocess.Popen(["sleep", "30"])
+parent, sibling = os.getppid(), int(sys.argv[1])
+def masks():
+    return {name: sorted(os.sched_getaffinity(pid)) for name, pid in
+            (("workflow", parent), ("sibling", sibling), ("own child", own.pid))}
+with procs.workflow_off([0]) as moved:
+    during = masks()
+after = masks()
+own.kill()
+print(json.dumps({"moved": moved, "during": during, "after": after}))
+"""
+
+WORKFLOW = """
+import subprocess, sys
+sibling = subprocess.Popen(["sleep", "30"])
+job = subprocess.run([sys.argv[2], "-c", sys.argv[1], str(sibling.pid)], capture_output=True, text=True)
+sibling.kill()
+print(job.stdout, job.stderr)
+"""
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs: one for the server, one for the rest")
+def test_the_workflow_that_started_a_job_is_kept_off_the_servers_cpu_while_it_measures_and_given_it_back():
+    import json
+    import subprocess
+    import sys
+
+    cpus = sorted(os.sched_getaffinity(0))
+    # A process whose command line says snakemake, running a job beside another job (the sibling).
+    res = subprocess.run(
+        ["bash", "-c", 'exec -a snakemake-under-test "$0" -c "$1" "$2" "$0"', sys.executable, WORKFLOW, JOB],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(SCRIPTS)},
+    )  # fmt: skip
+    found = json.loads(res.stdout.split("\n")[0])
+    assert found["moved"] >= 2, res.stdout + res.stderr
+    rest = [c for c in cpus if c != 0]
+    assert found["during"]["workflow"] == rest and found["during"]["sibling"] == rest
+    # The job's own processes (the server, the client, the database) stay where the job put them.
+    assert found["during"]["own child"] == cpus
+    assert found["after"]["workflow"] == cpus and found["after"]["sibling"] == cpus
+
+
+def test_a_job_run_by_hand_moves_nothing():
+    from nodebench.harness import procs
+
+    with procs.workflow_off([0]) as moved:
+        assert moved == 0

@@ -109,17 +109,64 @@ def test_an_open_loop_result_becomes_record_fields_and_a_refusal_has_no_latency(
 
 
 @pytest.mark.parametrize(
-    ("backlog", "elu", "refused"),
-    [(5000, 0.5, True), (5000, 0.97, False), (10, 0.5, False)],
+    ("overrides", "why"),
+    [
+        ({}, None),
+        # One instant's pile at the end no longer decides: a window that delivered its rate, with few in flight on
+        # average, was sustained whatever was unanswered as the last request went out.
+        ({"backlog_at_end": 5000}, None),
+        ({"delivered_rate": 400.0, "completed": 800}, "delivered 400 req/s of the 500 asked for (80%)"),
+        # 500 req/s x 150 ms mean: 75 in flight on average, more than 50 connections.
+        (
+            {"latency_ms": {"p50": 120.0, "p90": 200.0, "p99": 300.0, "p99_9": 320.0, "max": 330.0, "mean": 150.0}},
+            "75.0 requests in flight on average, more than the 50 connections",
+        ),
+        ({"unsent": 12}, "12 requests of the schedule never sent"),
+    ],
 )
-def test_a_window_whose_requests_waited_for_the_client_is_refused(backlog, elu, refused):
-    """Requests piled up past the connections while the server idled: the client's doing. The same pile with the
-    server at its ceiling is the server's latency; a short queue that drained is a pause of the server's."""
+def test_a_window_whose_rate_was_not_sustained_is_a_censored_result_not_a_refusal(overrides, why):
     cell = measure.Cell("fastify", "empty", 50, 1, "openloop", Stop("duration", 5, 90))
-    out = {"load": parse_openloop(result(backlog_at_end=backlog)), "elu": {"utilization": elu}}
-    measure.refuse_client_bound(cell, out)
-    assert (out["load"]["openloop_refused"] is not None) == refused
-    assert (out["load"]["latency_p99_ms"] is None) == refused
+    out = {"load": parse_openloop(result(**overrides)), "elu": {"utilization": 0.5}}
+    measure.judge_sustained(cell, out)
+    load = out["load"]
+    assert load["openloop_refused"] is None and load["latency_p99_ms"] is not None
+    assert (load["openloop_not_sustained"] is None) == (why is None)
+    if why:
+        assert why in load["openloop_not_sustained"]
+    assert load["openloop_mean_in_flight"] == pytest.approx(
+        (overrides.get("delivered_rate") or 500.0) * (overrides.get("latency_ms") or {"mean": 0.4})["mean"] / 1000
+    )
+
+
+def test_a_window_the_client_refused_is_not_judged():
+    cell = measure.Cell("fastify", "empty", 50, 1, "openloop", Stop("duration", 5, 90))
+    none = {k: None for k in ("p50", "p90", "p99", "p99_9", "max", "mean")}
+    out = {"load": parse_openloop(result(latency_ms=none, refused="lag", delivered_rate=10.0)), "elu": {}}
+    measure.judge_sustained(cell, out)
+    assert out["load"]["openloop_not_sustained"] is None and out["load"]["openloop_mean_in_flight"] is None
+
+
+def test_rounds_not_sustained_count_as_above_any_latency_and_cross_the_limit():
+    # p99 of 4 ms at 50 % and 6 ms at 75 %, but 75 % was not sustained in 2 of 3 rounds: the median there is
+    # infinite, so the p99 crosses 10 ms between 50 and 75 %, where dropping those rounds would say "not crossed".
+    r = runs({50: 4.0, 75: 6.0})
+    short = (r["load_pct"] == 75) & r["round"].isin([1, 3])
+    r["openloop_not_sustained"] = np.where(short, "delivered 80% of the rate", None)
+    table = latency.latency_table(r)
+    at75 = table[table["load_pct"] == 75].iloc[0]
+    assert at75["not_sustained"] == 2 and "80%" in at75["not_sustained_reason"] and at75["refused"] == 0
+    assert np.isinf(at75["p99_ms"]) and np.isinf(at75["p99_ms_hi"])
+    (row,) = latency.crossings(table).itertuples()
+    assert latency.crossing_words(row) == "between 50 and 75 % of capacity"
+    # One round of three not sustained: the median is the sustained rounds' upper one, finite.
+    r["openloop_not_sustained"] = np.where((r["load_pct"] == 75) & (r["round"] == 1), "x", None)
+    at75 = latency.latency_table(r).query("load_pct == 75").iloc[0]
+    assert at75["not_sustained"] == 1 and at75["p99_ms"] == pytest.approx(6.0 * 1.05)
+    from nodebench.render.document import to_markdown
+    from nodebench.render.latency_report import latency_blocks
+
+    text = to_markdown(latency_blocks(table))
+    assert "not sustained" in text and "Of 6 rounds: 2 not sustained (33%), 0 refused (0%)" in text
 
 
 def test_a_stop_label_carries_the_load():

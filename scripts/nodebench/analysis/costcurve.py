@@ -13,13 +13,13 @@ import numpy as np
 import pandas as pd
 
 from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
+from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 
 #: At saturation, two servers whose event loops were busier than each other by more than this are not at the
 #: same load: their ratio says so and points to the ratios at fixed rates.
 SAME_LOAD_ELU = 0.05
-#: A fixed rate a server delivered less than this share of was beyond what it (or the client) sustained: that
+#: A fixed rate a server delivered less than SUSTAINED_SHARE of was beyond what it (or the client) sustained: that
 #: point is not at the offered load, and its ratios are not same-load ratios.
-SUSTAINED_SHARE = 0.95
 #: An open-loop sweep whose capacity, measured again after it, moved by more than this share from the one before
 #: it is flagged: the server's ceiling (and its shares of it) did not hold while the sweep was measured.
 CAPACITY_DRIFT = 0.05

@@ -2,8 +2,12 @@
 
 The open loop's cells are (workload, server, connections, load %): its rate is that share of the req/s the
 closed loop measured for the same cell in the same round, and its latencies count from each request's
-scheduled time. A run the client refused (it fell behind its schedule: openloop_refused) has no latencies;
-it is counted, never read as a figure. Every figure is the median over rounds with its order-statistic interval.
+scheduled time. A run the client refused (it fell behind its schedule: openloop_refused) was not measured: it
+has no latencies and is counted, never read as a figure. A run whose rate the system did not sustain
+(openloop_not_sustained: too few answers, requests queued for a connection, requests never sent) is a result, a
+censored one: its latencies are at least what was measured, and a percentile's median over rounds counts it as
+above any value (infinite), so a cell not sustained in most rounds reads as above every limit. Every figure is the
+median over rounds with its order-statistic interval.
 """
 
 import numpy as np
@@ -17,7 +21,8 @@ PERCENTILES = {"p50": "latency_p50_ms", "p90": "latency_p90_ms", "p99": "latency
 LATENCY_KEY = ["workload", "server", "connections", "load_pct"]
 #: The latency table's columns (workflow/schemas/metrics.dictionary.yaml, latency).
 LATENCY_COLUMNS = [
-    *LATENCY_KEY, "rounds", "refused", "refused_reason", "capacity_req_per_s", "target_rate", "delivered_rate",
+    *LATENCY_KEY, "rounds", "refused", "refused_reason", "not_sustained", "not_sustained_reason",
+    "capacity_req_per_s", "target_rate", "delivered_rate",
     "delivered_share", "lag_p99_ms", "capacity_gap_s_max",
     *(f"{p}{s}" for p in PERCENTILES for s in ("_ms", "_ms_lo", "_ms_hi")), "interval",
 ]  # fmt: skip
@@ -51,11 +56,17 @@ def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
     ol = open_loop_runs(runs)
     if ol.empty:
         return pd.DataFrame(columns=LATENCY_COLUMNS)
+    censored = ol["openloop_not_sustained"] if "openloop_not_sustained" in ol else pd.Series(None, index=ol.index)
     ol = ol.assign(
         _refused=ol["openloop_refused"].notna(),
+        _censored=censored.notna() & ol["openloop_refused"].isna(),
+        _why_censored=censored,
         delivered_rate=ol["client_reported_req_per_s"],
         delivered_share=ol["client_reported_req_per_s"] / ol["openloop_target_rate"],
     )
+    # A round not sustained is above any latency: infinite in the medians, so it is counted, not dropped.
+    for column in PERCENTILES.values():
+        ol[column] = ol[column].astype(float).where(~ol["_censored"], np.inf)
     groups = list(ol.groupby(LATENCY_KEY, observed=True, sort=True))
     kept = [(k, g[~g["_refused"]]) for k, g in groups]
     out = pd.DataFrame([k for k, _ in groups], columns=LATENCY_KEY)
@@ -63,6 +74,10 @@ def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["refused"] = [int(g["_refused"].sum()) for _, g in groups]
     out["refused_reason"] = [
         "; ".join(sorted(set(g.loc[g["_refused"], "openloop_refused"].astype(str))))[:300] or None for _, g in groups
+    ]
+    out["not_sustained"] = [int(g["_censored"].sum()) for _, g in groups]
+    out["not_sustained_reason"] = [
+        "; ".join(sorted(set(g.loc[g["_censored"], "_why_censored"].astype(str))))[:300] or None for _, g in groups
     ]
     for column, source in (("capacity_req_per_s", "capacity_req_per_s"), ("target_rate", "openloop_target_rate"),
                            ("delivered_rate", "delivered_rate"), ("delivered_share", "delivered_share"),
@@ -80,7 +95,8 @@ def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
 def crossings(latency: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.DataFrame:
     """Per (workload, server, connections): the lowest load at which the median p99 is above limit_ms, and the
     highest below it. `crossed_at` is None when no measured load crossed it; a load every round of which was
-    refused says nothing, and `unknown_loads` lists those."""
+    refused says nothing, and `unknown_loads` lists those. A load not sustained in most rounds has an infinite
+    median p99: it is above the limit (a censored result, not a missing one)."""
     rows = []
     for (workload, server, connections), g in latency.groupby(["workload", "server", "connections"], sort=True):
         g = g.sort_values("load_pct")

@@ -10,6 +10,10 @@ CONFIDENCE = 0.95
 NOISY_CV = 0.05
 #: A cell is server-bound when the server's event loop was at least this busy.
 SERVER_BOUND_ELU = 0.95
+#: An open loop's window delivered at least this share of the rate it was asked for, or the system did not
+#: sustain that rate: its latencies are a censored result (at or above what was measured), and a cost per
+#: request there is not at the offered load.
+SUSTAINED_SHARE = 0.95
 #: ... else client-bound when the load generator used at least this share of the CPU it can use.
 CLIENT_BOUND_CPU = 0.90
 #: ... else database-bound when PostgreSQL used at least this share of the client CPU set's capacity

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from nodebench.catalogue.clients import Stop
-from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
+from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.harness import hostsample, loadgen, nodejs, pgcluster, procs, record, server, verify, workspace
 from nodebench.harness.errors import RunError, StartError
@@ -150,25 +150,36 @@ def open_loop_facts(cell: Cell, paths: Paths, started_at: datetime) -> dict:
     return {"capacity_req_per_s": capacity["req_per_s"], "capacity_gap_s": (started_at - began).total_seconds()}
 
 
-def refuse_client_bound(cell: Cell, out: dict) -> None:
-    """An open-loop window that ended with more requests unanswered than there are connections (they queued for
-    one) while the server was not busy (ELU below SERVER_BOUND_ELU) waited for the client, not the server: the
-    client could not read answers and send at that rate on its CPU. Its latencies are refused here, as the client
-    refuses a run that falls behind (openloop_refused says why; the latency columns become null). A transient
-    queue (a pause of the server's) drains before the end and is the server's latency."""
-    load, elu = out["load"], out["elu"]
-    if not cell.stop.open or load.get("openloop_refused"):
+def judge_sustained(cell: Cell, out: dict) -> None:
+    """Whether the system sustained an open-loop window's rate, from the whole window rather than one instant:
+    the answers delivered per second against the rate asked for, and the requests in flight on average (Little's
+    law: delivered rate x mean latency, each latency counted from its scheduled time), against the connections.
+    Below SUSTAINED_SHARE of the rate, more in flight on average than connections (requests queued for one), or
+    requests never sent: not sustained. That is a result, not a failure: the latencies stand as a censored value
+    (the real ones were at least these: requests still queued at the end are missing from them), and
+    openloop_not_sustained says why. A window the client refused for its own lateness (openloop_refused) was not
+    measured, and is not judged."""
+    load = out["load"]
+    if not cell.stop.open:
         return
-    backlog = load.get("openloop_backlog_at_end") or 0
-    if backlog > cell.connections and elu["utilization"] < SERVER_BOUND_ELU:
-        load["openloop_refused"] = (
-            f"{backlog} requests were unanswered as the last was sent, more than the {cell.connections} connections, "
-            f"while the server's event loop was busy only {elu['utilization']:.0%} of the window: the client could not "
-            f"keep {load['openloop_target_rate']:,.0f} req/s on its CPU"
+    delivered, target = load.get("client_reported_req_per_s"), load.get("openloop_target_rate")
+    mean_ms = load.get("latency_mean_ms")
+    in_flight = None if delivered is None or mean_ms is None else delivered * mean_ms / 1000.0
+    load["openloop_mean_in_flight"] = in_flight
+    load["openloop_not_sustained"] = None
+    if load.get("openloop_refused"):
+        return
+    reasons = []
+    if delivered is not None and target and delivered < SUSTAINED_SHARE * target:
+        reasons.append(f"delivered {delivered:,.0f} req/s of the {target:,.0f} asked for ({delivered / target:.0%})")
+    if in_flight is not None and in_flight > cell.connections:
+        reasons.append(
+            f"{in_flight:,.1f} requests in flight on average, more than the {cell.connections} connections: requests "
+            "queued for one"
         )
-        for key in ("latency_p50_ms", "latency_p90_ms", "latency_p99_ms", "latency_max_ms", "latency_mean_ms",
-                    "latency_p99_9_ms", "openloop_client_effect_p99_ms"):  # fmt: skip
-            load[key] = None
+    if load.get("openloop_unsent"):
+        reasons.append(f"{load['openloop_unsent']:,} requests of the schedule never sent")
+    load["openloop_not_sustained"] = "; ".join(reasons) or None
 
 
 def open_loop_rate(cell: Cell, capacity: dict) -> float:
@@ -346,6 +357,8 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
         # One measurement at a time on this machine, whichever checkout, user or Snakemake started it.
         stack.enter_context(procs.one_measurement_per_machine(cell.label(), progress))
+        # Snakemake and whatever it runs beside this job off the server's CPUs while it measures.
+        stack.enter_context(procs.workflow_off(server_cpus, log))
         phases.done("lock")
         for line in workspace.sweep(workspace.bases(opts.scratch_dir)):
             progress(line)
@@ -398,7 +411,7 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         log(f"window closed: {out['window_s']:.3f} s; the load generator counted {out['load']['requests']} requests"
             f"{counted}")  # fmt: skip
         check_window(cell, s, out, queries, answer_bytes)
-        refuse_client_bound(cell, out)
+        judge_sustained(cell, out)
         server_exit = procs.stop(s.proc)
         log(f"server stopped ({server_exit})")
         if server_exit != 0:

@@ -1,6 +1,7 @@
 """Latency against load (the open loop's hockey stick), and peak memory against connections."""
 
 import altair as alt
+import numpy as np
 import pandas as pd
 
 from nodebench.analysis.latency import P99_LIMIT_MS
@@ -14,7 +15,7 @@ def latency_load(latency: pd.DataFrame) -> alt.Chart:
     title = alt.TitleParams(
         "Latency at a fixed arrival rate, from each request's scheduled time (lower is better)",
         subtitle=f"p50 (dashed) and p99 against load; the grey rule is {P99_LIMIT_MS:g} ms; "
-        "refused loads are not drawn",
+        "refused loads and loads not sustained (latency above any value) are not drawn",
     )
     if latency.empty or latency["p99_ms"].isna().all():
         return _nothing("No open-loop run kept its schedule: no latency to draw.", title)
@@ -26,7 +27,13 @@ def latency_load(latency: pd.DataFrame) -> alt.Chart:
         ],
         ignore_index=True,
     )
-    long = long[long["latency"].notna()]
+    # A median that is infinite (not sustained in most rounds) has no place on a log axis, and an infinite bound
+    # no whisker end; neither is valid JSON either.
+    finite = np.isfinite(long["latency"].astype(float))
+    long = long[long["latency"].notna() & finite].assign(
+        lo=lambda d: d["lo"].where(np.isfinite(d["lo"].astype(float))),
+        hi=lambda d: d["hi"].where(np.isfinite(d["hi"].astype(float))),
+    )
     scale = server_scale(long["server"])
     base = alt.Chart(long).encode(
         alt.X("load_pct:Q").scale(domain=[0, 100]).title("load (% of the server's own closed-loop capacity)"),

@@ -5,6 +5,7 @@ import math
 import pandas as pd
 
 from nodebench.analysis.latency import P99_LIMIT_MS, crossing_words, crossings, server_table
+from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 from nodebench.render.document import Block, Heading, Para, Table
 
 
@@ -13,11 +14,18 @@ def _num(value, fmt: str) -> str:
 
 
 def _ci(value, lo, hi, fmt: str) -> str:
+    """A median with its interval; an infinite one (an open loop's rounds not sustained: above any value) says so."""
     if value is None or pd.isna(value):
         return "-"
+    if math.isinf(value):
+        return "not sustained"
+
+    def bound(x):
+        return "∞" if math.isinf(x) else format(x, fmt)
+
     if pd.isna(lo) or pd.isna(hi):
         return format(value, fmt)
-    return f"{format(value, fmt)} [{format(lo, fmt)}, {format(hi, fmt)}]"
+    return f"{format(value, fmt)} [{bound(lo)}, {bound(hi)}]"
 
 
 def server_blocks(runs: pd.DataFrame) -> list[Block]:
@@ -55,11 +63,12 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
     rows = []
     for r in latency.sort_values(["workload", "server", "load_pct"]).itertuples():
         refused = f"{r.refused} of {r.rounds}" if r.refused else "0"
+        short = f"{r.not_sustained} of {r.rounds}" if r.not_sustained else "0"
         rows.append([
             r.workload, r.server, f"{r.load_pct} %", _num(r.target_rate, ",.0f"), _num(r.delivered_share, ".1%"),
             _ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi, ".2f"), _ci(r.p90_ms, r.p90_ms_lo, r.p90_ms_hi, ".2f"),
             _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"), _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"),
-            _num(r.lag_p99_ms, ".2f"), refused, _num(r.capacity_gap_s_max, ".0f"),
+            _num(r.lag_p99_ms, ".2f"), short, refused, _num(r.capacity_gap_s_max, ".0f"),
         ])  # fmt: skip
     cross = crossings(latency)
     cross_rows = [
@@ -67,6 +76,9 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
         for r in cross.itertuples()
     ]
     reasons = sorted({str(x) for x in latency["refused_reason"].dropna()})
+    short_reasons = sorted({str(x) for x in latency["not_sustained_reason"].dropna()})
+    n = int(latency["rounds"].sum())
+    refused_n, short_n = int(latency["refused"].sum()), int(latency["not_sustained"].sum())
     blocks: list[Block] = [
         Heading(2, "Latency at a fixed arrival rate"),
         Para(
@@ -78,11 +90,18 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
             "Latencies in ms, median over rounds [interval]; *lag p99*: how late the client itself sent, p99 "
             "(median over rounds). The window's first second (at most a fifth of it) is sent and counted but not "
             "timed: after the idle pause before the window this machine runs slow for a few hundred ms. A round is "
-            "*refused*, its latencies not reported (its other figures stand), where the client's own lateness moved a "
-            "percentile by more than 10 % of it, where it could not keep the schedule, or where more requests than "
-            "connections were still unanswered at the end while the server's event loop was below 95 %: the "
-            "requests waited for the client. These latencies are not comparable with the closed loops' (wrk, "
-            "autocannon), which are taken at full load (docs/openloop.md)."
+            "*not sustained* where the system did not keep up with the rate over the window (under "
+            f"{SUSTAINED_SHARE:.0%} of it delivered, more requests in flight on average than connections, or "
+            "requests never sent): that is a result, censored: its latencies are at least those measured, so its "
+            "medians count it as above any value, and a load not sustained in most rounds reads *not sustained*. "
+            "A round is *refused*, this machine could not measure it, where the client's own lateness moved a "
+            "percentile by more than 10 % of it or it could not keep the schedule: its latencies are not "
+            "reported (its other figures stand) and it is counted, never dropped. These latencies are not "
+            "comparable with the closed loops' (wrk, autocannon), which are taken at full load (docs/openloop.md)."
+        ),
+        Para(
+            f"Of {n} rounds: {short_n} not sustained ({short_n / n:.0%}), {refused_n} refused ({refused_n / n:.0%}), "
+            f"{n - short_n - refused_n} measured and sustained ({(n - short_n - refused_n) / n:.0%})."
         ),
         Table(
             [
@@ -96,19 +115,24 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
                 "p99",
                 "p99.9",
                 "lag p99",
+                "not sustained",
                 "refused",
                 "gap (s)",
             ],
             rows,
-            "lllrrrrrrrrr",
+            "lllrrrrrrrrrr",
         ),  # fmt: skip
         Heading(3, f"Where p99 crosses {P99_LIMIT_MS:g} ms"),
         Para(
-            f"The loads between which each server's median p99 goes above {P99_LIMIT_MS:g} ms (a load whose every "
-            "round was refused says nothing and is listed)."
+            f"The loads between which each server's median p99 goes above {P99_LIMIT_MS:g} ms (a load not "
+            "sustained in most rounds is above it; a load whose every round was refused says nothing and is listed)."
         ),
         Table(["workload", "server", f"p99 above {P99_LIMIT_MS:g} ms", "refused loads"], cross_rows, "llll"),
     ]
+    if short_reasons:
+        blocks.append(
+            Para("Why not sustained: " + "; ".join(short_reasons[:6]) + ("; ..." if len(short_reasons) > 6 else ""))
+        )
     if reasons:
         blocks.append(Para("Why the client refused: " + "; ".join(reasons[:6]) + ("; ..." if len(reasons) > 6 else "")))
     return blocks

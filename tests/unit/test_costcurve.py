@@ -166,3 +166,17 @@ def test_a_sweep_whose_capacity_moved_more_than_5_percent_is_flagged_with_its_ro
     assert "**fastify** on `empty` at 50 connections" in text and "none flagged" in text
     # Without capacities measured again (a closed-loop matrix), nothing is said.
     assert sweep_blocks(pd.DataFrame([r for r in rows if r["stop"] != "5s-end"])) == []
+
+
+def test_a_scope_without_any_capacity_cell_has_no_sweeps_and_does_not_fail():
+    """The stopping-rule experiment measures with another client only: no wrk row at all. An empty boolean mask
+    once selected columns instead of rows and the summary failed (CI, 2026-12-05)."""
+    from nodebench.analysis.costcurve import capacity_drift
+    from nodebench.render.costcurve_report import sweep_blocks
+
+    rows = pd.DataFrame([
+        {"workload": "empty", "server": s, "connections": 50, "client": "autocannon", "stop": "1s", "round": k,
+         "req_per_s": 1000.0} for s in ("express", "fastify") for k in (1, 2)
+    ])  # fmt: skip
+    assert capacity_drift(rows).empty
+    assert sweep_blocks(rows) == []

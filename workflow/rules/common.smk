@@ -128,14 +128,10 @@ if workflow.is_main_process:
     # A look made for other looks or another target, or before its records, decides nothing: made again.
     # workflow.dryrun is False while the Snakefile is read (targets.dry_run_asked): the command line says.
     # A dry run removes nothing and plans as if what it would remove were gone (stopped_at).
-    WOULD_REMOVE = {
-        str(p)
-        for p in recovery.drop_stale_looks(
-            T.adaptive_blocks(),
-            say,
-            dry_run=workflow.dryrun or targets.dry_run_asked(sys.argv[1:]),
-        )
-    }
+    # Only a dry run keeps the list: a real run has removed them, and its looks made again must be read.
+    _dry_run = workflow.dryrun or targets.dry_run_asked(sys.argv[1:])
+    _removed = recovery.drop_stale_looks(T.adaptive_blocks(), say, dry_run=_dry_run)
+    WOULD_REMOVE = {str(p) for p in _removed} if _dry_run else set()
 else:
     WOULD_REMOVE = set()
 

@@ -131,9 +131,12 @@ def capacity_drift(runs: pd.DataFrame) -> pd.DataFrame:
         stop=runs["stop"].astype(str), connections=runs["connections"].astype(int), round=runs["round"].astype(int),
     )  # fmt: skip
     r = r[r["client"] == CAPACITY_CLIENT]
+    if r.empty:  # no capacity cell at all (a scope without an open loop); an empty mask would select columns
+        return pd.DataFrame(columns=SWEEP_COLUMNS)
     stops = r["stop"].map(Stop.parse)
-    after = r[stops.map(lambda s: s.after)].assign(closed=stops.map(lambda s: s.closed.label))
-    before = r[~stops.map(lambda s: s.after or s.open)]
+    is_after = stops.map(lambda s: s.after).astype(bool)
+    after = r.loc[is_after].assign(closed=stops[is_after].map(lambda s: s.closed.label))
+    before = r.loc[~(is_after | stops.map(lambda s: s.open).astype(bool))]
     keys = ["workload", "server", "connections", "round"]
     pairs = after.merge(
         before[[*keys, "stop", "req_per_s"]].rename(columns={"stop": "closed", "req_per_s": "before_req_per_s"}),

@@ -156,52 +156,93 @@ def test_a_run_without_a_stolen_share_is_not_measured_again():
 
 
 JOB = """
-import json, os, subprocess, sys
+import json, os, subprocess, sys, threading, time
 from nodebench.harness import procs
+if sys.argv[2] == "unprivileged":  # Linux would not give the policy back: the threads are moved instead
+    procs._may_undo_idle = lambda tid: False
 own = subprocess.Popen(["sleep", "30"])
 parent, sibling = os.getppid(), int(sys.argv[1])
-def masks():
-    return {name: sorted(os.sched_getaffinity(pid)) for name, pid in
+def state():
+    return {name: [sorted(os.sched_getaffinity(pid)), os.sched_getscheduler(pid)] for name, pid in
             (("workflow", parent), ("sibling", sibling), ("own child", own.pid))}
-with procs.workflow_off([0]) as moved:
-    during = masks()
-after = masks()
+with procs.workflow_off([0]) as changed:
+    during = state()
+    # A thread the workflow starts meanwhile inherits the change; it is given back too.
+    os.kill(parent, 10)
+    time.sleep(0.5)
+after = state()
+tids = map(int, os.listdir(f"/proc/{parent}/task"))
+late = [[sorted(os.sched_getaffinity(t)), os.sched_getscheduler(t)] for t in tids]
 own.kill()
-print(json.dumps({"moved": moved, "during": during, "after": after}))
+print(json.dumps({"changed": changed, "during": during, "after": after, "late": late}))
 """
 
 WORKFLOW = """
-import subprocess, sys
+import signal, subprocess, sys, threading, time
+started = []
+def start_thread(*_):
+    t = threading.Thread(target=time.sleep, args=(5,), daemon=True)
+    t.start()
+    started.append(t)
+signal.signal(signal.SIGUSR1, start_thread)
 sibling = subprocess.Popen(["sleep", "30"])
-job = subprocess.run([sys.argv[2], "-c", sys.argv[1], str(sibling.pid)], capture_output=True, text=True)
+job = subprocess.run([sys.argv[2], "-c", sys.argv[1], str(sibling.pid), sys.argv[3]], capture_output=True, text=True)
 sibling.kill()
 print(job.stdout, job.stderr)
 """
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs: one for the server, one for the rest")
-def test_the_workflow_that_started_a_job_is_kept_off_the_servers_cpu_while_it_measures_and_given_it_back():
+@pytest.mark.parametrize("who", ["root", "unprivileged"])
+def test_the_workflow_that_started_a_job_takes_no_cpu_the_measurement_wants_and_gets_it_back(who):
     import json
     import subprocess
     import sys
 
+    if who == "root" and os.geteuid() != 0:
+        pytest.skip("SCHED_IDLE given back needs root or an RLIMIT_NICE that covers it")
     cpus = sorted(os.sched_getaffinity(0))
+    rest = [c for c in cpus if c != 0]
     # A process whose command line says snakemake, running a job beside another job (the sibling).
     res = subprocess.run(
-        ["bash", "-c", 'exec -a snakemake-under-test "$0" -c "$1" "$2" "$0"', sys.executable, WORKFLOW, JOB],
+        ["bash", "-c", 'exec -a snakemake-under-test "$0" -c "$1" "$2" "$0" "$3"', sys.executable, WORKFLOW, JOB, who],
         capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": str(SCRIPTS)},
     )  # fmt: skip
     found = json.loads(res.stdout.split("\n")[0])
-    assert found["moved"] >= 2, res.stdout + res.stderr
-    rest = [c for c in cpus if c != 0]
-    assert found["during"]["workflow"] == rest and found["during"]["sibling"] == rest
-    # The job's own processes (the server, the client, the database) stay where the job put them.
-    assert found["during"]["own child"] == cpus
-    assert found["after"]["workflow"] == cpus and found["after"]["sibling"] == cpus
+    idle, moved = found["changed"]
+    ordinary = [cpus, os.SCHED_OTHER]
+    if who == "root":
+        # Idle, and off the server's CPU: they run only where nothing else wants the client's CPU.
+        assert idle >= 2 and moved >= 2, res.stdout + res.stderr
+        assert found["during"]["workflow"] == [rest, os.SCHED_IDLE] == found["during"]["sibling"]
+    else:
+        assert idle == 0 and moved >= 2, res.stdout + res.stderr
+        assert found["during"]["workflow"] == [rest, os.SCHED_OTHER] == found["during"]["sibling"]
+    # The job's own processes (the server, the client, the database) stay as the job made them.
+    assert found["during"]["own child"] == ordinary
+    assert found["after"]["workflow"] == ordinary == found["after"]["sibling"]
+    assert len(found["late"]) >= 2 and all(t == ordinary for t in found["late"]), found["late"]
+
+
+def test_a_job_that_inherited_an_idle_policy_runs_ordinary_again_or_says_why():
+    import subprocess
+    import sys
+
+    code = (
+        "import os; from nodebench.harness import procs;"
+        " os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0));"
+        " procs.ordinary_scheduling(); print(os.sched_getscheduler(0))"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "PYTHONPATH": str(SCRIPTS)})  # fmt: skip
+    if os.geteuid() == 0:
+        assert res.stdout.strip() == str(os.SCHED_OTHER), res.stderr
+    else:
+        assert "runs under SCHED_IDLE" in res.stderr
 
 
 def test_a_job_run_by_hand_moves_nothing():
     from nodebench.harness import procs
 
-    with procs.workflow_off([0]) as moved:
-        assert moved == 0
+    with procs.workflow_off([0]) as changed:
+        assert changed == (0, 0)

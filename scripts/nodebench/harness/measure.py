@@ -357,7 +357,8 @@ def measure(cell: Cell, opts: Options, paths: Paths, log, progress) -> dict:
         stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
         # One measurement at a time on this machine, whichever checkout, user or Snakemake started it.
         stack.enter_context(procs.one_measurement_per_machine(cell.label(), progress))
-        # Snakemake and whatever it runs beside this job off the server's CPUs while it measures.
+        # Snakemake and whatever it runs beside this job take no CPU time the server or the client wants.
+        procs.ordinary_scheduling()
         stack.enter_context(procs.workflow_off(server_cpus, log))
         phases.done("lock")
         for line in workspace.sweep(workspace.bases(opts.scratch_dir)):

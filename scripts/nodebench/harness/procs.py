@@ -4,6 +4,7 @@ import ctypes
 import fcntl
 import os
 import pwd
+import resource
 import select
 import signal
 import socket
@@ -82,17 +83,37 @@ def _is_snakemake(pid: int) -> bool:
     return False
 
 
+def _may_undo_idle(tid: int) -> bool:
+    """Whether this process may give a thread its ordinary scheduling back after SCHED_IDLE: Linux lets an
+    unprivileged thread leave SCHED_IDLE only where RLIMIT_NICE covers its nice value (sched_setscheduler(2))."""
+    if os.geteuid() == 0:
+        return True
+    soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+    with suppress(OSError):
+        return soft == resource.RLIM_INFINITY or 20 - os.getpriority(os.PRIO_PROCESS, tid) <= soft
+    return False
+
+
 @contextmanager
 def workflow_off(cpus: list[int], log=lambda line: None):
-    """Keep the workflow that started this job off the server's CPUs while it measures.
+    """Keep the workflow that started this job from taking CPU time the server or the client wants while it measures.
 
     Snakemake (its scheduler thread and the threads it starts for jobs), the shell between it and this job and any
-    job it runs beside this one are ordinary tasks on any CPU: measured (2026-12-05, cost curve, 240 jobs
-    planned), Snakemake's own process took 5.6 % of a CPU through the whole run, and the server's CPU spent 7-10 %
-    of each open-loop window on other tasks, where the same cells measured from a 6-job plan spent 2-3 %. Every
-    thread of those processes gets its CPUs less `cpus` for the measurement (threads and jobs they start meanwhile
-    inherit that) and its own mask back after; this job's own processes (server, client, database) are not
-    touched. Without a Snakemake among this job's first ancestors (a job run by hand), nothing is moved."""
+    job it runs beside this one are ordinary tasks on any CPU. Measured on this machine (2026-12-05, the first round
+    of the cost curve, 240 jobs planned, 20 open-loop runs each way; docs/measurement.md): Snakemake's own process
+    took 5.6 % of a CPU, and the server's CPU spent a median 8.5 % of each open-loop window on other tasks (stolen
+    share 0.040, 16 of 20 runs disturbed). Moved off the server's CPUs, that time landed on the open-loop client's
+    CPU, where the client spins between sends: its lateness (lag p99) rose to a median 2.1 ms and it refused the
+    latencies of 18 of 20 runs. Made SCHED_IDLE on any CPU, it ran in the server's idle time: client lag p99 0.13 ms,
+    but the server's CPU 8.9 % others' time, stolen share 0.010. Both at once: the server's CPU 1.9 % others' time,
+    stolen share 0.004, client lag p99 0.17 ms.
+
+    So every thread of those processes is made SCHED_IDLE (it runs only where nothing else wants the CPU, and a
+    waking client takes the CPU from it at once) and moved off `cpus` for the measurement, and gets both back
+    after. Where Linux would not give the policy back (an unprivileged user whose RLIMIT_NICE does not cover it),
+    the thread is only moved. Threads and jobs started meanwhile inherit either; this job's own processes (server,
+    client, database) are not touched. Without a Snakemake among this job's first ancestors (a job run by hand),
+    nothing is done. Yields (threads made idle, threads moved)."""
     parents = _ppid_map()
     chain, pid = [], os.getppid()
     while pid > 1 and len(chain) < 6:
@@ -101,7 +122,7 @@ def workflow_off(cpus: list[int], log=lambda line: None):
             break
         pid = parents.get(pid, 0)
     if not chain or not _is_snakemake(chain[-1]):
-        yield 0
+        yield (0, 0)
         return
     root, me = chain[-1], os.getpid()
     children: dict[int, list[int]] = {}
@@ -115,22 +136,61 @@ def workflow_off(cpus: list[int], log=lambda line: None):
         workflow.append(p)
         todo += children.get(p, [])
     off = set(cpus)
-    saved: dict[int, set[int]] = {}
+    policies: dict[int, int] = {}
+    masks: dict[int, set[int]] = {}
     for p in workflow:
         with suppress(OSError):
             for tid in map(int, os.listdir(f"/proc/{p}/task")):
                 with suppress(OSError):
+                    policy = os.sched_getscheduler(tid)
+                    if policy in (os.SCHED_OTHER, os.SCHED_BATCH) and _may_undo_idle(tid):
+                        os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+                        policies[tid] = policy
                     mask = os.sched_getaffinity(tid)
                     if mask - off and mask & off:
                         os.sched_setaffinity(tid, mask - off)
-                        saved[tid] = mask
-    log(f"kept the workflow off the server's CPUs {sorted(off)}: {len(saved)} threads of {len(workflow)} processes")
+                        masks[tid] = mask
+    log(
+        f"kept the workflow from the measurement's CPU time: {len(policies)} threads of {len(workflow)} processes"
+        f" made SCHED_IDLE, {len(masks)} moved off the server's CPUs {sorted(off)}"
+    )
     try:
-        yield len(saved)
+        yield (len(policies), len(masks))
     finally:
-        for tid, mask in saved.items():
-            with suppress(OSError):
-                os.sched_setaffinity(tid, mask)
+        _give_back(workflow, policies, masks, off)
+
+
+def _give_back(workflow: list[int], policies: dict[int, int], masks: dict[int, set[int]], off: set[int]) -> None:
+    """Each changed thread's policy and CPUs back; a thread a changed process started meanwhile inherited the change
+    (Snakemake starts threads for jobs, and one of them may start the next measurement): it gets what its process's
+    first changed thread had."""
+    for p in workflow:
+        with suppress(OSError):
+            tids = set(map(int, os.listdir(f"/proc/{p}/task")))
+            policy = next((policies[t] for t in sorted(tids) if t in policies), None)
+            mask = next((masks[t] for t in sorted(tids) if t in masks), None)
+            for tid in tids:
+                with suppress(OSError):
+                    if tid in policies or (policy is not None and os.sched_getscheduler(tid) == os.SCHED_IDLE):
+                        os.sched_setscheduler(tid, policies.get(tid, policy), os.sched_param(0))
+                    if tid in masks or (mask is not None and os.sched_getaffinity(tid) == mask - off):
+                        os.sched_setaffinity(tid, masks.get(tid, mask))
+
+
+def ordinary_scheduling() -> None:
+    """This job's own processes must not run SCHED_IDLE (inherited from a workflow thread made idle by another
+    job's measurement that could not be given its policy back): the server and the client would then run only
+    when nothing else wants the CPU. Set back where Linux allows it, a RunError naming it where it does not."""
+    if os.sched_getscheduler(0) != os.SCHED_IDLE:
+        return
+    try:
+        os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+    except PermissionError:
+        raise RunError(
+            "this job runs under SCHED_IDLE (inherited from the workflow that started it) and Linux will not let it"
+            " leave it (RLIMIT_NICE): the server and the client would run only when nothing else wants the CPU."
+            " Start the workflow again (ulimit -e 20 lets it undo this itself)"
+        ) from None
 
 
 def wait_exit(proc: subprocess.Popen, deadline: float) -> bool:

@@ -167,9 +167,13 @@ def state():
             (("workflow", parent), ("sibling", sibling), ("own child", own.pid))}
 with procs.workflow_off([0]) as changed:
     during = state()
-    # A thread the workflow starts meanwhile inherits the change; it is given back too.
+    # A thread the workflow starts meanwhile inherits the change; it is given back too. Waited for, not slept on:
+    # the signal is handled whenever the workflow's interpreter next runs, later on a busy machine.
+    before = len(os.listdir(f"/proc/{parent}/task"))
     os.kill(parent, 10)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30
+    while len(os.listdir(f"/proc/{parent}/task")) <= before and time.monotonic() < deadline:
+        time.sleep(0.01)
 after = state()
 tids = map(int, os.listdir(f"/proc/{parent}/task"))
 late = [[sorted(os.sched_getaffinity(t)), os.sched_getscheduler(t)] for t in tids]
@@ -181,7 +185,7 @@ WORKFLOW = """
 import signal, subprocess, sys, threading, time
 started = []
 def start_thread(*_):
-    t = threading.Thread(target=time.sleep, args=(5,), daemon=True)
+    t = threading.Thread(target=time.sleep, args=(60,), daemon=True)
     t.start()
     started.append(t)
 signal.signal(signal.SIGUSR1, start_thread)

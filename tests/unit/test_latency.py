@@ -49,24 +49,47 @@ def test_every_round_refused_reports_no_figure():
     assert table["refused"].iloc[0] == 3 and np.isnan(table["p99_ms"].iloc[0])
 
 
+def crossing(p99: dict, refused: set = frozenset(), **kw):
+    (row,) = latency.crossing_table(runs(p99, refused=refused, **kw)).itertuples()
+    return row
+
+
+def test_each_rounds_crossing_is_read_on_log_p99_and_given_with_its_interval():
+    # p99 4 ms at 50 % and 15 ms at 75 % (times 0.95, 1, 1.05 in rounds 1-3): in the middle round 10 ms falls at
+    # 50 + 25 x ln(10/4) / ln(15/4) = 67.3 %; a slower round (x1.05) crosses earlier, a faster one later.
+    row = crossing({25: 2.0, 50: 4.0, 75: 15.0, 90: 60.0})
+    share = lambda f: np.log(10 / (4 * f)) / np.log(15 / 4)  # noqa: E731
+    assert row.rounds == 3 and row.interval.startswith("n=3")
+    assert row.pct == pytest.approx(50 + 25 * share(1.0))
+    assert (row.pct_lo, row.pct_hi) == (pytest.approx(50 + 25 * share(1.05)), pytest.approx(50 + 25 * share(0.95)))
+    assert row.rate == pytest.approx(100 * (50 + 25 * share(1.0)))  # the rate asked at each load, read the same way
+    assert latency.crossing_text(row, "pct") == "67 % [66 %, 68 %]"
+    assert latency.crossing_text(row, "rate") == "6,733 req/s [6,641 req/s, 6,830 req/s]"
+
+
 @pytest.mark.parametrize(
     ("p99", "refused", "words"),
     [
-        ({25: 2.0, 50: 4.0, 75: 15.0, 90: 60.0}, set(), "between 50 and 75 % of capacity"),
-        ({25: 2.0, 50: 4.0, 75: 6.0, 90: 9.0}, set(), "not crossed at any load measured"),
-        ({25: 12.0, 50: 14.0}, set(), "already above at 25 %, the lowest load measured"),
+        ({25: 2.0, 50: 4.0, 75: 6.0, 90: 9.0}, set(), "above 90 %"),
+        ({25: 12.0, 50: 14.0}, set(), "below 25 %"),
         ({25: 2.0, 50: 4.0}, {(r, k) for r in (25, 50) for k in (1, 2, 3)}, "no load measured (all refused)"),
     ],
 )
 def test_where_p99_crosses_ten_milliseconds_can_come_out_every_way(p99, refused, words):
-    cross = latency.crossings(latency.latency_table(runs(p99, refused=refused)))
-    assert latency.crossing_words(cross.iloc[0]) == words
+    assert latency.crossing_text(crossing(p99, refused), "pct") == words
 
 
-def test_a_refused_load_between_is_listed_not_read_as_below():
-    table = latency.latency_table(runs({25: 2.0, 50: 4.0, 75: 30.0}, refused={(50, k) for k in (1, 2, 3)}))
-    row = latency.crossings(table).iloc[0]
-    assert latency.crossing_words(row) == "between 25 and 75 % of capacity" and row.unknown_loads == "50 %"
+def test_a_slower_server_crosses_at_a_lower_load():
+    slow, fast = crossing({25: 3.0, 50: 9.0, 75: 30.0}), crossing({25: 1.0, 50: 2.0, 75: 11.0})
+    assert slow.pct_hi < fast.pct_lo
+
+
+def test_a_refused_load_between_is_listed_and_only_widens_the_bracket():
+    refused = {(50, k) for k in (1, 2, 3)}
+    table = latency.latency_table(runs({25: 2.0, 50: 4.0, 75: 30.0}, refused=refused))
+    assert latency.crossings(table).iloc[0].unknown_loads == "50 %"
+    row = crossing({25: 2.0, 50: 4.0, 75: 30.0}, refused)
+    assert row.pct == pytest.approx(25 + 50 * np.log(10 / 2) / np.log(30 / 2))  # between 25 and 75 %, not at 50
 
 
 def test_start_up_and_memory_per_server_are_medians_over_rounds_of_each_rounds_median():
@@ -156,17 +179,21 @@ def test_rounds_not_sustained_count_as_above_any_latency_and_cross_the_limit():
     at75 = table[table["load_pct"] == 75].iloc[0]
     assert at75["not_sustained"] == 2 and "80%" in at75["not_sustained_reason"] and at75["refused"] == 0
     assert np.isinf(at75["p99_ms"]) and np.isinf(at75["p99_ms_hi"])
-    (row,) = latency.crossings(table).itertuples()
-    assert latency.crossing_words(row) == "between 50 and 75 % of capacity"
+    # Each round not sustained at 75 % crosses there, the latest it can; the round sustained does not cross.
+    (row,) = latency.crossing_table(r).itertuples()
+    assert (row.pct, row.pct_lo, row.pct_hi) == (75, 75, np.inf) and latency.crossing_text(row, "pct") == (
+        "75 % [75 %, above 75 %]"
+    )
     # One round of three not sustained: the median is the sustained rounds' upper one, finite.
-    r["openloop_not_sustained"] = np.where((r["load_pct"] == 75) & (r["round"] == 1), "x", None)
-    at75 = latency.latency_table(r).query("load_pct == 75").iloc[0]
+    one = r.assign(openloop_not_sustained=np.where((r["load_pct"] == 75) & (r["round"] == 1), "x", None))
+    at75 = latency.latency_table(one).query("load_pct == 75").iloc[0]
     assert at75["not_sustained"] == 1 and at75["p99_ms"] == pytest.approx(6.0 * 1.05)
     from nodebench.render.document import to_markdown
     from nodebench.render.latency_report import latency_blocks
 
-    text = to_markdown(latency_blocks(table))
+    text = to_markdown(latency_blocks(table, r))
     assert "not sustained" in text and "Of 6 rounds: 2 not sustained (33%), 0 refused (0%)" in text
+    assert "| empty | express | 75 % [75 %, above 75 %] |" in text
 
 
 def test_a_stop_label_carries_the_load():

@@ -113,13 +113,106 @@ def crossings(latency: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.DataF
     return pd.DataFrame(rows, columns=["workload", "server", "connections", "below_at", "crossed_at", "unknown_loads"])
 
 
-def crossing_words(r) -> str:
-    """'between 50 and 75 %', 'at or below 25 %', 'not within 90 %', as a row of crossings() reads."""
-    if r.crossed_at is None or pd.isna(r.crossed_at):
-        return "not crossed at any load measured" if not pd.isna(r.below_at) else "no load measured (all refused)"
-    if pd.isna(r.below_at):
-        return f"already above at {int(r.crossed_at)} %, the lowest load measured"
-    return f"between {int(r.below_at)} and {int(r.crossed_at)} % of capacity"
+#: The crossing table's columns: per (workload, server, connections), where p99 crosses the limit, in % of capacity
+#: and in req/s, each the median over rounds of the round's own crossing with its interval (-inf: already above
+#: at the lowest load; +inf: not crossed by the highest), and the median rate asked at the lowest and highest load.
+CROSSING_COLUMNS = [
+    "workload", "server", "connections", "rounds", "pct", "pct_lo", "pct_hi", "rate", "rate_lo", "rate_hi",
+    "lowest_pct", "highest_pct", "lowest_rate", "highest_rate", "interval",
+]  # fmt: skip
+
+
+def round_crossing(loads: np.ndarray, rates: np.ndarray, p99: np.ndarray, limit_ms: float = P99_LIMIT_MS):
+    """One round's crossing of limit_ms as (load %, req/s), from its loads in ascending order, the rate asked at
+    each, and its p99 there (NaN: refused, says nothing; inf: not sustained, above any limit).
+
+    The crossing lies between the highest load at or below the limit and the first above it, read off a line in
+    log p99 between the two (p99 grows about exponentially towards capacity); where the load above was not
+    sustained its p99 is not known, and the crossing is put at that load (the latest it can be). (-inf, -inf):
+    already above at the lowest load known; (inf, inf): nowhere above; None: no load known. A load refused
+    between the two only widens the bracket."""
+    known = ~np.isnan(p99)
+    if not known.any():
+        return None
+    x, r, y = loads[known], rates[known], p99[known]
+    above = np.flatnonzero(y > limit_ms)
+    if not len(above):
+        return np.inf, np.inf
+    j = int(above[0])
+    if j == 0:
+        return -np.inf, -np.inf
+    i = j - 1
+    if not np.isfinite(y[j]) or y[i] <= 0:
+        return float(x[j]), float(r[j])
+    share = (np.log(limit_ms) - np.log(y[i])) / (np.log(y[j]) - np.log(y[i]))
+    return float(x[i] + share * (x[j] - x[i])), float(r[i] + share * (r[j] - r[i]))
+
+
+def crossing_table(runs: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.DataFrame:
+    """Per (workload, server, connections): where p99 crosses limit_ms, each round's own crossing (round_crossing)
+    read as the median over rounds with its order-statistic interval, in % of capacity and in req/s. A round not
+    sustained at a load counts as above the limit there; a refused one says nothing; a round with no load known
+    is left out and not counted."""
+    ol = open_loop_runs(runs)
+    if ol.empty:
+        return pd.DataFrame(columns=CROSSING_COLUMNS)
+    censored = ol["openloop_not_sustained"].notna() if "openloop_not_sustained" in ol else ol["load_pct"].isna()
+    p99 = ol["latency_p99_ms"].astype(float).where(~censored, np.inf)
+    ol = ol.assign(_p99=p99.where(ol["openloop_refused"].isna(), np.nan))
+    rows = []
+    for (workload, server, connections), g in ol.groupby(["workload", "server", "connections"], sort=True):
+        found = []
+        for _, one in g.groupby("round", sort=True):
+            one = one.sort_values("load_pct")
+            got = round_crossing(one["load_pct"].to_numpy(float), one["openloop_target_rate"].to_numpy(float),
+                                 one["_p99"].to_numpy(float), limit_ms)  # fmt: skip
+            if got is not None:
+                found.append(got)
+        pct = np.array([p for p, _ in found] or [np.nan])
+        rate = np.array([r for _, r in found] or [np.nan])
+        (pm, plo, phi, n, _), (rm, rlo, rhi, _, _) = (
+            (float(v[0]) for v in intervals.median_interval(a[None, :])) for a in (pct, rate)
+        )
+        low, high = g["load_pct"].min(), g["load_pct"].max()
+        rows.append({
+            "workload": workload, "server": server, "connections": int(connections), "rounds": len(found),
+            "pct": pm, "pct_lo": plo, "pct_hi": phi, "rate": rm, "rate_lo": rlo, "rate_hi": rhi,
+            "lowest_pct": int(low), "highest_pct": int(high),
+            "lowest_rate": float(g.loc[g["load_pct"] == low, "openloop_target_rate"].median()),
+            "highest_rate": float(g.loc[g["load_pct"] == high, "openloop_target_rate"].median()),
+            "interval": intervals.describe(int(n)),
+        })  # fmt: skip
+    return pd.DataFrame(rows, columns=CROSSING_COLUMNS)
+
+
+def crossing_value(value: float, low: float, high: float, fmt: str, unit: str) -> str:
+    """One end of a crossing in words: '63 %', 'below 25 %' (already above at the lowest load), 'above 90 %'
+    (not crossed by the highest), '-' where the rounds leave it undetermined."""
+    if value is None or pd.isna(value):
+        return "-"
+    if np.isneginf(value):
+        return f"below {format(low, fmt)}{unit}"
+    if np.isposinf(value):
+        return f"above {format(high, fmt)}{unit}"
+    return f"{format(value, fmt)}{unit}"
+
+
+def crossing_text(r, which: str) -> str:
+    """A crossing-table row's crossing in % of capacity (which='pct') or req/s ('rate'), with its interval:
+    '63 % [55 %, 71 %]'. An end beyond the loads measured says so."""
+    fmt, unit = (".0f", " %") if which == "pct" else (",.0f", " req/s")
+    low, high = getattr(r, f"lowest_{which}"), getattr(r, f"highest_{which}")
+    value, lo, hi = (getattr(r, f"{which}{s}") for s in ("", "_lo", "_hi"))
+    if r.rounds == 0:
+        return "no load measured (all refused)"
+    if value is None or pd.isna(value):
+        return "undetermined: the rounds lie on both sides of the loads measured"
+    text = crossing_value(value, low, high, fmt, unit)
+    if pd.isna(lo) or pd.isna(hi):
+        return text
+    if lo == hi:
+        return text
+    return f"{text} [{crossing_value(lo, low, high, fmt, unit)}, {crossing_value(hi, low, high, fmt, unit)}]"
 
 
 #: The server table's columns (workflow/schemas/metrics.dictionary.yaml, servers).

@@ -589,7 +589,7 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
         *(["", looks.sentence(look)] if look and ab is None else []),
         *(scenario_sections(scenarios, runs) if scenarios is not None and len(scenarios) else []),
         *(version_sections(versions, runs) if versions is not None and len(versions) else []),
-        *(["", to_markdown(latency_blocks(latency))] if latency is not None and len(latency) else []),
+        *(["", to_markdown(latency_blocks(latency, runs))] if latency is not None and len(latency) else []),
         *(["", to_markdown(curve)] if (curve := costcurve_blocks(metrics)) else []),
         *(["", to_markdown(sweeps)] if (sweeps := sweep_blocks(runs)) else []),
         "",

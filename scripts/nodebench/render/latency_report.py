@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from nodebench.analysis.latency import P99_LIMIT_MS, crossing_words, crossings, server_table
+from nodebench.analysis.latency import P99_LIMIT_MS, crossing_table, crossing_text, crossings, server_table
 from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 from nodebench.render.document import Block, Heading, Para, Table
 
@@ -56,8 +56,10 @@ def server_blocks(runs: pd.DataFrame) -> list[Block]:
     ]
 
 
-def latency_blocks(latency: pd.DataFrame) -> list[Block]:
-    """The open loop's table (server x load) and where each server's p99 crosses P99_LIMIT_MS."""
+def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> list[Block]:
+    """The open loop's table (server x load) and where each server's p99 crosses P99_LIMIT_MS (from the runs:
+    each round's own crossing, median over rounds with its interval; without them, between which loads the
+    medians cross)."""
     if latency.empty:
         return []
     rows = []
@@ -70,11 +72,16 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
             _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"), _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"),
             _num(r.lag_p99_ms, ".2f"), short, refused, _num(r.capacity_gap_s_max, ".0f"),
         ])  # fmt: skip
-    cross = crossings(latency)
+    unknown = {
+        (r.workload, r.server): "" if pd.isna(r.unknown_loads) else r.unknown_loads
+        for r in crossings(latency).itertuples()
+    }
+    cross = crossing_table(runs) if runs is not None else pd.DataFrame()
     cross_rows = [
-        [r.workload, r.server, crossing_words(r), "" if pd.isna(r.unknown_loads) else r.unknown_loads]
+        [r.workload, r.server, crossing_text(r, "pct"), crossing_text(r, "rate"), r.interval,
+         unknown.get((r.workload, r.server), "")]
         for r in cross.itertuples()
-    ]
+    ]  # fmt: skip
     reasons = sorted({str(x) for x in latency["refused_reason"].dropna()})
     short_reasons = sorted({str(x) for x in latency["not_sustained_reason"].dropna()})
     n = int(latency["rounds"].sum())
@@ -124,10 +131,25 @@ def latency_blocks(latency: pd.DataFrame) -> list[Block]:
         ),  # fmt: skip
         Heading(3, f"Where p99 crosses {P99_LIMIT_MS:g} ms"),
         Para(
-            f"The loads between which each server's median p99 goes above {P99_LIMIT_MS:g} ms (a load not "
-            "sustained in most rounds is above it; a load whose every round was refused says nothing and is listed)."
+            f"Each round's own crossing, then the median over rounds with its interval: in a round, the load at "
+            f"which p99 reaches {P99_LIMIT_MS:g} ms, read on a straight line in log p99 between the highest load "
+            "below it and the first above (p99 grows about exponentially towards capacity), in % of the server's "
+            "capacity and in req/s. A load not sustained in a round is above the limit, and the crossing is put at "
+            "it (the latest it can be); a refused load says nothing (listed) and only widens the bracket. *below* "
+            "the lowest load: already above there; *above* the highest: not crossed within the loads measured."
         ),
-        Table(["workload", "server", f"p99 above {P99_LIMIT_MS:g} ms", "refused loads"], cross_rows, "llll"),
+        Table(
+            [
+                "workload",
+                "server",
+                f"p99 reaches {P99_LIMIT_MS:g} ms at (% of capacity)",
+                "at (req/s)",
+                "interval",
+                "refused loads",
+            ],
+            cross_rows,
+            "llrrll",
+        ),  # fmt: skip
     ]
     if short_reasons:
         blocks.append(

@@ -308,6 +308,9 @@ def test_study_measures_counts_and_other_clients(study: Path):
     assert ol.openloop_target_rate == pytest.approx(wrk.req_per_s / 2, rel=1e-3)
     assert ol.client_reported_req_per_s == pytest.approx(ol.openloop_target_rate, rel=0.01)
     assert 0 <= ol.capacity_gap_s < 120
+    # Poisson arrivals by default, from the round's seed (config's round_seed 1, round 1), recorded.
+    assert ol.openloop_arrivals == "poisson" and ol.openloop_seed == 1_000_004
+    assert 0 < ol.openloop_timed <= ol.requests
     if pd.isna(ol.openloop_refused):  # a missing string reads as <NA> from Parquet, not None
         assert 0 < ol.latency_p50_ms <= ol.latency_p99_ms <= ol.latency_p99_9_ms
     else:

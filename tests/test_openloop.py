@@ -331,6 +331,7 @@ def test_driver_opens_the_window_and_reports_refusal_instead_of_exiting(contract
     assert [x["event"] for x in lines] == ["loaded", "warmup", "window", "result"]
     result = lines[-1]
     assert result["openloop"]["completed"] == 1000 and result["elu"]["requests"] == 1000
+    assert result["openloop"]["timed"] == 1000  # no lead-in: every answer is timed
     assert result["openloop"]["bytes"] > 1000 * 200  # the whole answers: status line, headers and the row
     lines, done = drive(contract_server, "--rate", "400000", "--duration", "1", "--warmup", "0")
     assert done.returncode == 0, done.stderr

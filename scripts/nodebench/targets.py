@@ -342,11 +342,19 @@ class Targets:
         db = self.config["database"]
         return {"dsn": self.public_dsn(), "run_as": db["run_as"], "settings": db["settings"]}
 
-    def job_options(self, server: str) -> str:
-        """The measurement's options as JSON: config's keys it depends on and the server's Node.js label."""
+    def job_options(self, server: str, client: str = "") -> str:
+        """The measurement's options as JSON: config's keys it depends on and the server's Node.js label; for
+        the open loop, its arrivals and the seed they come from (only there: changing them re-measures its cells
+        alone)."""
         c = self.config
+        arrivals = (
+            {"openloop_arrivals": c["openloop"]["arrivals"], "round_seed": c["round_seed"]}
+            if client == "openloop"
+            else {}
+        )
         return json.dumps(
             {
+                **arrivals,
                 "warmup_s": c["warmup_s"],
                 "pool_size": c["pool_size"],
                 "server_port": c["server_port"],

@@ -375,6 +375,8 @@ function result(opts, loader, win) {
     status_counts: win.status,
     bytes: win.bytes,
     delivered_rate: round3(win.completed / opts.duration),
+    // How many latencies the percentiles are taken over (the window's answered requests less the lead-in's).
+    timed: win.latency.n,
     latency_ms: {
       p50: pct(50),
       p90: pct(90),

@@ -2,9 +2,12 @@
 record fields and the harness's refusal of a client-bound window: each statistic fed data where the answer is
 known, both ways."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
+from test_configcheck import shipped
 
 from nodebench.analysis import latency
 from nodebench.catalogue.clients import Stop
@@ -121,6 +124,28 @@ def result(**overrides) -> dict:
     return base | overrides
 
 
+def test_the_arrivals_their_seed_and_the_count_timed_are_recorded():
+    kept = parse_openloop(result(arrivals="poisson", seed=7, timed=800))
+    assert (kept["openloop_arrivals"], kept["openloop_seed"], kept["openloop_timed"]) == ("poisson", 7, 800)
+    constant = parse_openloop(result(arrivals="constant", seed=None))
+    assert constant["openloop_seed"] is None and constant["openloop_timed"] is None  # an older client's result
+
+
+def test_every_server_of_a_round_gets_that_rounds_arrivals_and_only_open_loop_cells_depend_on_them():
+    from nodebench import targets
+    from nodebench.harness.job import arrival_seed
+
+    assert arrival_seed(1, 1) == arrival_seed(1, 1) != arrival_seed(1, 2) != arrival_seed(2, 1)
+    assert 0 <= arrival_seed(2**40, 7) < 2**32
+    t = targets.Targets(shipped())
+    ol, wrk = json.loads(t.job_options("express", "openloop")), json.loads(t.job_options("express", "wrk"))
+    assert ol["openloop_arrivals"] == "poisson" and ol["round_seed"] == 1
+    assert "openloop_arrivals" not in wrk and "round_seed" not in wrk  # a closed loop is not re-measured for them
+    t.config["openloop"] = {"arrivals": "constant"}
+    assert json.loads(t.job_options("express", "openloop"))["openloop_arrivals"] == "constant"
+    assert t.job_options("express", "wrk") == json.dumps(wrk, sort_keys=True)
+
+
 def test_an_open_loop_result_becomes_record_fields_and_a_refusal_has_no_latency():
     kept = parse_openloop(result())
     assert kept["requests"] == 1000 and kept["latency_p99_ms"] == 3.0 and kept["latency_p99_9_ms"] == 6.0
@@ -202,3 +227,15 @@ def test_a_stop_label_carries_the_load():
     assert stop.closed.label == "5s" and Stop.parse("100000req").load_pct is None
     with pytest.raises(ValueError):
         Stop.parse("5s-75")
+
+
+def test_the_report_says_how_requests_arrived_and_how_many_latencies_a_percentile_rests_on():
+    from nodebench.render.latency_report import arrivals_line
+
+    r = runs({50: 4.0, 75: 6.0}).assign(openloop_arrivals="poisson", openloop_timed=4000)
+    r.loc[0, ["openloop_arrivals", "openloop_timed"]] = [None, 900]  # a record from before arrivals were recorded
+    line = arrivals_line(r)
+    assert "poisson in 5 of 6 runs" in line and "constant (recorded before arrivals were) in 1 of 6" in line
+    assert "rest on 4,000 latencies (median; fewest 900): a p99 on its slowest 9" in line
+    assert "p99.9 on its slowest 0, too few to read on its own" in line
+    assert arrivals_line(r.assign(openloop_timed=20_000)).endswith("a p99.9 on its slowest 20.")

@@ -145,6 +145,8 @@ def make_record(**overrides) -> dict:
     for name, spec in RUN_SCHEMA["properties"].items():
         kinds = spec["type"] if isinstance(spec["type"], list) else [spec["type"]]
         base[name] = {"integer": 1, "number": 0.5, "string": "x", "object": {}, "boolean": False, "array": []}[kinds[0]]
+        if spec.get("enum"):
+            base[name] = spec["enum"][0]
     base.update(errors=0, timeouts=0, non2xx=0, mismatches=0, database_mode="embedded", status_counts={"200": 1})
     base.update(client="autocannon", stopping_rule="duration")
     base.update(overrides)

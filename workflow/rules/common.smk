@@ -181,7 +181,7 @@ def job_inputs(wildcards, input):
 
 def job_options(wildcards):
     """Params are kept in .snakemake/metadata, so the DSN is here without its password."""
-    return T.job_options(wildcards.server)
+    return T.job_options(wildcards.server, wildcards.client)
 
 
 def workload_entry(wildcards):

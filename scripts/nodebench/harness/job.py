@@ -100,4 +100,12 @@ def options(job: Job, node: dict) -> Options:
         float(p["warmup_s"]), int(p["pool_size"]), int(p["server_port"]), database, str(p["scratch_dir"]),
         str(p["node"]), bool(p["allow_shared_cpu"]), node, nodejs.usable(node, binary),
         int(p.get("remeasure_attempts", 0)),
+        arrivals=(str(p.get("openloop_arrivals", "constant")), arrival_seed(int(p.get("round_seed", 1)), job.round)),
     )  # fmt: skip
+
+
+def arrival_seed(round_seed: int, round_: int) -> int:
+    """The open loop's seed in a round: one per round (every server of the round gets the same stream of gaps,
+    scaled to its rate, so a paired ratio compares them on the same arrivals), reproducible from config's
+    round_seed, and 32 bits as the client's PRNG takes."""
+    return (round_seed * 1_000_003 + round_) % 2**32

@@ -174,6 +174,11 @@ class Autocannon:
         }
 
 
+#: The open loop's arrival schedules (servers/loadgen/openloop.js --arrivals): Poisson (exponential gaps, seeded)
+#: by default, as requests from many independent users arrive; constant (one every 1/rate s) as an option.
+ARRIVALS = ("poisson", "constant")
+
+
 class OpenLoop:
     """servers/loadgen/openloop.js --driver: a fixed rate on a schedule; the driver opens and closes the ELU window
     itself, as autocannon's does. A window the client could not keep on schedule comes back refused (its
@@ -182,7 +187,10 @@ class OpenLoop:
     name = "openloop"
     threads = 1
 
-    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, rate: float, stack):
+    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, rate: float, stack,
+                 arrivals: tuple[str, int] = ("constant", 1)):  # fmt: skip
+        if arrivals[0] not in ARRIVALS:
+            raise RunError(f"open-loop arrivals must be one of {', '.join(ARRIVALS)}, not {arrivals[0]!r}")
         if target.method != "GET" or target.body is not None:
             raise RunError(f"the open-loop client sends GET requests only, not {target.method} {target.path}")
         if not rate or rate <= 0:
@@ -193,6 +201,7 @@ class OpenLoop:
             "--warmup", f"{warmup_s:g}", "--connections", str(target.connections),
             "--max-lag-p99-ms", "0", "--max-client-effect", f"{OPENLOOP_MAX_CLIENT_EFFECT:g}",
             "--lead-in", f"{min(OPENLOOP_LEAD_IN_S, stop.value / 5):g}",
+            "--arrivals", arrivals[0], "--seed", str(int(arrivals[1]) % 2**32),
         ]  # fmt: skip
         err_path = target.scratch / "openloop.err"
         with open(err_path, "wb") as err:
@@ -376,9 +385,9 @@ class Ab(_Program):
 
 
 def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, file: Path | None, elu_window,
-         stack, rate: float | None = None):  # fmt: skip
-    """The client for one run (file: its file in the catalogue; rate: an open loop's, req/s); a rule it cannot do
-    fails before anything starts."""
+         stack, rate: float | None = None, arrivals: tuple[str, int] = ("constant", 1)):  # fmt: skip
+    """The client for one run (file: its file in the catalogue; rate: an open loop's, req/s; arrivals: an open
+    loop's schedule, constant or poisson, and its seed); a rule it cannot do fails before anything starts."""
     bad = problems(name, {stop.rule: [stop.value]})
     if bad:
         raise RunError("; ".join(bad))
@@ -388,7 +397,7 @@ def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, f
             "loop needs and only an open loop takes"
         )
     if name == "openloop":
-        return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack)
+        return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack, arrivals)
     if name == "autocannon":
         return Autocannon(target, node, file.resolve(), stop, warmup_s, stack)
     if name == "wrk":

@@ -64,6 +64,9 @@ class Options:
     #: The servers' per-request probe: "" (the pipeline: none) or "hook", which counts every response and serves
     #: /__elu/sample's running count (tests/benchmarks/convergence.py needs one); never set from the config.
     probe: str = ""
+    #: The open loop's arrivals and seed (config's openloop.arrivals; the seed from round_seed and the round, so
+    #: every server of a round gets the same stream, scaled to its rate).
+    arrivals: tuple[str, int] = ("constant", 1)
 
 
 @dataclass(frozen=True)
@@ -252,6 +255,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     )
     client = loadgen.make(
         cell.client, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file, rate=rate,
+        arrivals=opts.arrivals,
         elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
         stack=stack,
     )  # fmt: skip

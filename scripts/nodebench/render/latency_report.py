@@ -56,6 +56,33 @@ def server_blocks(runs: pd.DataFrame) -> list[Block]:
     ]
 
 
+def arrivals_line(runs: pd.DataFrame) -> str:
+    """How the open loop's requests arrived, and how many latencies its percentiles rest on."""
+    ol = runs[runs["load_pct"].notna()] if "load_pct" in runs else runs.iloc[0:0]
+    if ol.empty:
+        return ""
+    said = []
+    if "openloop_arrivals" in ol:
+        kinds = ol["openloop_arrivals"].astype(object).fillna("constant (recorded before arrivals were)")
+        counts = kinds.value_counts()
+        said.append(
+            "Arrivals: "
+            + ", ".join(f"{k} in {v} of {len(ol)} runs" for k, v in counts.items())
+            + " (poisson: exponential gaps from a PRNG seeded per round, the same stream for every server of the "
+            "round, scaled to its rate; constant: one request every 1/rate s, which understates queueing)."
+        )
+    if "openloop_timed" in ol and ol["openloop_timed"].notna().any():
+        timed = ol["openloop_timed"].dropna().astype(float)
+        fewest = int(timed.min())
+        said.append(
+            f"A window's percentiles rest on {int(timed.median()):,} latencies (median; fewest {fewest:,}): a p99 on "
+            f"its slowest {fewest // 100:,} at the fewest, a p99.9 on its slowest {fewest // 1000:,}"
+            + (", too few to read on its own: read the p99.9 as an order of magnitude" if fewest < 10_000 else "")
+            + "."
+        )
+    return " ".join(said)
+
+
 def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> list[Block]:
     """The open loop's table (server x load) and where each server's p99 crosses P99_LIMIT_MS (from the runs:
     each round's own crossing, median over rounds with its interval; without them, between which loads the
@@ -88,6 +115,7 @@ def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> l
     refused_n, short_n = int(latency["refused"].sum()), int(latency["not_sustained"].sum())
     blocks: list[Block] = [
         Heading(2, "Latency at a fixed arrival rate"),
+        *([Para(line)] if runs is not None and (line := arrivals_line(runs)) else []),
         Para(
             "The open loop (servers/loadgen/openloop.js) sends each request at its scheduled time, whatever the "
             "server is doing, and times it from that moment, so a stall counts for every request due during it "

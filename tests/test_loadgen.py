@@ -118,3 +118,51 @@ def test_a_stopped_server_queues_600_connections_without_overflow(name, project,
         os.kill(proc.pid, signal.SIGCONT)
         proc.kill()
         proc.wait(timeout=10)
+
+
+def test_ab_close_opens_a_connection_per_request_where_ab_keeps_them(tmp_path):
+    """Seed 002 ran ab without -k: ab_close sends its requests on a new connection each, ab -k on its few; counted
+    by a real server's accepts (Python's, which keeps an HTTP/1.0 keep-alive connection open when asked)."""
+    import http.server
+    import subprocess
+    import threading
+
+    accepted = []
+
+    class Counting(http.server.ThreadingHTTPServer):
+        def get_request(self):
+            accepted.append(1)
+            return super().get_request()
+
+    class Hello(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):
+            body = b'{"hello":"world"}'
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            if self.headers.get("Connection", "").lower() == "keep-alive":
+                self.send_header("Connection", "Keep-Alive")  # ab -k reuses a connection only when told so
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = Counting(("127.0.0.1", 0), Hello)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        target = loadgen.Target("127.0.0.1", server.server_address[1], "/hello", 4, [0], tmp_path)
+        stop = clients.Stop("count", 200)
+        counts = {}
+        for kind in (loadgen.AbClose, loadgen.Ab):
+            accepted.clear()
+            args = kind(target, stop, 0, (None, None), None).args(stop)
+            done = subprocess.run(["ab", *args], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            assert loadgen.parse_ab(done.stdout)["requests"] == 200
+            counts[kind.name] = len(accepted)
+        assert counts["ab_close"] == 200 and counts["ab"] <= 4, counts
+    finally:
+        server.shutdown()
+        server.server_close()

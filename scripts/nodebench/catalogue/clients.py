@@ -51,6 +51,16 @@ CLIENTS: dict[str, Client] = {
             program="ab",
             equal_lengths=True,
         ),
+        # ab as most people run it, without -k: HTTP/1.0, a new connection for every request, which the server
+        # closes after its answer (seed 002's `ab -n 10000 -c 100`). Each request then costs the server an accept
+        # and a close beside its answer.
+        Client(
+            "ab_close",
+            ("count",),
+            "apt-get install apache2-utils (Debian's package with ab)",
+            program="ab",
+            equal_lengths=True,
+        ),
         # The open loop (servers/loadgen/openloop.js, Node.js built-ins only): a fixed rate, each latency
         # counted from the request's scheduled time; its rate is a share of the capacity that the closed loop
         # (CAPACITY_CLIENT) measured for the same cell in the same round (docs/openloop.md).

@@ -359,16 +359,20 @@ class Ab(_Program):
     name = "ab"
     threads = 1
 
+    #: -k: HTTP/1.0 keep-alive. Without it (AbClose), a new connection per request.
+    keep_alive = True
+
     def request_head(self) -> bytes:
-        # ab speaks HTTP/1.0 with keep-alive (-k); the answer to that differs from an HTTP/1.1 one.
+        # ab speaks HTTP/1.0 (with keep-alive under -k); the answer to that differs from an HTTP/1.1 one.
         t = self.target
+        keep = "Connection: Keep-Alive\r\n" if self.keep_alive else ""
         return (
-            f"{t.method} {t.path} HTTP/1.0\r\n{t.body_headers()}Connection: Keep-Alive\r\nHost: {t.host}:{t.port}"
+            f"{t.method} {t.path} HTTP/1.0\r\n{t.body_headers()}{keep}Host: {t.host}:{t.port}"
             "\r\nUser-Agent: ApacheBench/2.3\r\nAccept: */*\r\n\r\n"
         ).encode() + (t.body or b"")
 
     def args(self, stop: Stop) -> list[str]:
-        common = ["-k", "-q", "-c", str(self.target.connections)]
+        common = [*(["-k"] if self.keep_alive else []), "-q", "-c", str(self.target.connections)]
         if self.target.body is not None:
             body_file = self.target.scratch / "ab-body.json"
             body_file.write_bytes(self.target.body)
@@ -382,6 +386,13 @@ class Ab(_Program):
 
     def parse(self, text: str) -> dict:
         return parse_ab(text)
+
+
+class AbClose(Ab):
+    """ab without -k: HTTP/1.0, one connection per request, closed by the server after its answer."""
+
+    name = "ab_close"
+    keep_alive = False
 
 
 def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, file: Path | None, elu_window,
@@ -402,4 +413,6 @@ def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, f
         return Autocannon(target, node, file.resolve(), stop, warmup_s, stack)
     if name == "wrk":
         return Wrk(target, stop, warmup_s, elu_window, stack, lua=file.resolve())
+    if name == "ab_close":
+        return AbClose(target, stop, warmup_s, elu_window, stack)
     return Ab(target, stop, warmup_s, elu_window, stack)

@@ -17,7 +17,7 @@ SERVER_COLORS = {
     "hono": "#ff7f0e",
     "koa": "#2ca02c",
 }
-CLIENT_COLORS = {"autocannon": "#4c78a8", "wrk": "#f58518", "ab": "#54a24b"}
+CLIENT_COLORS = {"autocannon": "#4c78a8", "wrk": "#f58518", "ab": "#54a24b", "ab_close": "#b279a2"}
 NOT_SERVER_BOUND = "not server-bound"
 
 

@@ -559,7 +559,7 @@ REPORT_TARGET = re.compile(r"reports/([^/.]+)(/.*)?")
 #: 2026-12-03 (README, Targets). A slow state of the machine doubles it (harness_overhead_s 0.88 s plus 0.1 s of
 #: Snakemake between jobs, docs/performance.md); the limit it is checked against is hours, not seconds.
 RUN_OVERHEAD_S = 0.6
-RECORD_STOP = re.compile(r"/[a-z]+-(?P<stop>[^/]+)/r\d+\.json$")
+RECORD_STOP = re.compile(r"/[a-z_]+-(?P<stop>[^/]+)/r\d+\.json$")
 
 
 def valid_targets(scopes) -> list[str]:

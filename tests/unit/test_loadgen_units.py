@@ -2,6 +2,8 @@
 wording, the saturation verdict and the listen-queue counters (moved from tests/test_loadgen.py: no server, no
 PostgreSQL, no network)."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -336,3 +338,20 @@ def test_listen_overflows_are_read_from_the_kernels_counters():
     verify.check_listen_queue(None, 310)
     with pytest.raises(RunError, match="overflowed 8 times during the measured window"):
         verify.check_listen_queue(302, 310)
+
+
+def test_the_load_generator_chart_gives_each_connection_count_its_row_and_each_stop_its_bar():
+    # ab-hello: 100 requests at 10 connections and 10,000 at 100, each with ab and ab_close: four bars a server,
+    # two rows; before, the two connection counts' bars were drawn over each other.
+    rows = [
+        {"workload": "hello", "server": s, "client": c, "stop": stop, "connections": conn, "req_per_s": 1000.0,
+         "req_per_s_lo": 900.0, "req_per_s_hi": 1100.0, "saturation": "server-bound", "elu_utilization": 0.9,
+         "client_cpu_util": 0.3}
+        for s in ("express", "fastify")
+        for c in ("ab", "ab_close")
+        for conn, stop in ((10, "100req"), (100, "10000req"))
+    ]  # fmt: skip
+    spec = experiment_charts.clients(pd.DataFrame(rows)).to_dict()
+    assert len(spec["vconcat"]) == 2
+    assert "hello c10" in json.dumps(spec["vconcat"][0]) and "hello c100" in json.dumps(spec["vconcat"][1])
+    assert '"xOffset": {"field": "variant"' in json.dumps(spec)

@@ -115,7 +115,8 @@ def crossings(latency: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.DataF
 
 #: The crossing table's columns: per (workload, server, connections), where p99 crosses the limit, in % of capacity
 #: and in req/s, each the median over rounds of the round's own crossing with its interval (-inf: already above
-#: at the lowest load; +inf: not crossed by the highest), and the median rate asked at the lowest and highest load.
+#: at the lowest load known; +inf: not crossed by the highest), and the loads (and rates asked) that "below" and
+#: "above" name: the lowest and highest load where p99 was known (not refused) in the rounds that read so.
 CROSSING_COLUMNS = [
     "workload", "server", "connections", "rounds", "pct", "pct_lo", "pct_hi", "rate", "rate_lo", "rate_hi",
     "lowest_pct", "highest_pct", "lowest_rate", "highest_rate", "interval",
@@ -162,24 +163,38 @@ def crossing_table(runs: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.Dat
     rows = []
     for (workload, server, connections), g in ol.groupby(["workload", "server", "connections"], sort=True):
         found = []
+        # "below" / "above" name loads that were measured: the highest of the rounds' lowest known loads where a
+        # round was already above there, the lowest of their highest known loads where one never crossed.
+        below, above = [], []
         for _, one in g.groupby("round", sort=True):
             one = one.sort_values("load_pct")
             got = round_crossing(one["load_pct"].to_numpy(float), one["openloop_target_rate"].to_numpy(float),
                                  one["_p99"].to_numpy(float), limit_ms)  # fmt: skip
-            if got is not None:
-                found.append(got)
+            if got is None:
+                continue
+            found.append(got)
+            known = one[one["_p99"].notna()]
+            if np.isneginf(got[0]):
+                below.append(tuple(known[["load_pct", "openloop_target_rate"]].iloc[0]))
+            elif np.isposinf(got[0]):
+                above.append(tuple(known[["load_pct", "openloop_target_rate"]].iloc[-1]))
         pct = np.array([p for p, _ in found] or [np.nan])
         rate = np.array([r for _, r in found] or [np.nan])
         (pm, plo, phi, n, _), (rm, rlo, rhi, _, _) = (
             (float(v[0]) for v in intervals.median_interval(a[None, :])) for a in (pct, rate)
         )
         low, high = g["load_pct"].min(), g["load_pct"].max()
+        low_rate = float(g.loc[g["load_pct"] == low, "openloop_target_rate"].median())
+        high_rate = float(g.loc[g["load_pct"] == high, "openloop_target_rate"].median())
+        if below:
+            low, low_rate = max(below)
+        if above:
+            high, high_rate = min(above)
         rows.append({
             "workload": workload, "server": server, "connections": int(connections), "rounds": len(found),
             "pct": pm, "pct_lo": plo, "pct_hi": phi, "rate": rm, "rate_lo": rlo, "rate_hi": rhi,
-            "lowest_pct": int(low), "highest_pct": int(high),
-            "lowest_rate": float(g.loc[g["load_pct"] == low, "openloop_target_rate"].median()),
-            "highest_rate": float(g.loc[g["load_pct"] == high, "openloop_target_rate"].median()),
+            "lowest_pct": int(low), "highest_pct": int(high), "lowest_rate": float(low_rate),
+            "highest_rate": float(high_rate),
             "interval": intervals.describe(int(n)),
         })  # fmt: skip
     return pd.DataFrame(rows, columns=CROSSING_COLUMNS)

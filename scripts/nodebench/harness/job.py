@@ -12,6 +12,7 @@ workflow hands it to its jobs in the environment (DSN_VARIABLE).
 import argparse
 import json
 import os
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -100,12 +101,14 @@ def options(job: Job, node: dict) -> Options:
         float(p["warmup_s"]), int(p["pool_size"]), int(p["server_port"]), database, str(p["scratch_dir"]),
         str(p["node"]), bool(p["allow_shared_cpu"]), node, nodejs.usable(node, binary),
         int(p.get("remeasure_attempts", 0)),
-        arrivals=(str(p.get("openloop_arrivals", "constant")), arrival_seed(int(p.get("round_seed", 1)), job.round)),
+        arrivals=(str(p.get("openloop_arrivals", "constant")), arrival_seed(p.get("round_seed", 1), job.round)),
     )  # fmt: skip
 
 
-def arrival_seed(round_seed: int, round_: int) -> int:
+def arrival_seed(round_seed: int | str, round_: int) -> int:
     """The open loop's seed in a round: one per round (every server of the round gets the same stream of gaps,
     scaled to its rate, so a paired ratio compares them on the same arrivals), reproducible from config's
-    round_seed, and 32 bits as the client's PRNG takes."""
-    return (round_seed * 1_000_003 + round_) % 2**32
+    round_seed (an integer or a string, as the schema allows: a string by its CRC-32), and 32 bits as the client's
+    PRNG takes."""
+    base = round_seed if isinstance(round_seed, int) else zlib.crc32(str(round_seed).encode())
+    return (base * 1_000_003 + round_) % 2**32

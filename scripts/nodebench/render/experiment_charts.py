@@ -130,28 +130,39 @@ def duration_sweep(runs: pd.DataFrame, stopping: pd.DataFrame) -> alt.LayerChart
 
 
 def clients(metrics: pd.DataFrame) -> alt.VConcatChart:
-    """Per workload: server req/s, its ELU and the client's own CPU, one bar per load generator."""
+    """Per workload and connection count: server req/s, its ELU and the client's own CPU, one bar per load generator
+    and stop (ab-hello's 100 and 10,000 requests at 10 and 100 connections would otherwise share a bar's place)."""
     m = as_strings(metrics)
     # An open loop's cells run at a share of capacity, not at the ceiling: not a load generator to compare here.
     m = m[m["client"] != "openloop"]
+    m = m.assign(variant=m["client"] + " " + m["stop"])
     clients = [c for c in CLIENT_COLORS if c in set(m["client"])]
+    variants = sorted(set(m["variant"]), key=lambda v: (clients.index(v.split(" ")[0]), v))
     color = alt.Color(
         "client:N",
         title="load generator",
         scale=alt.Scale(domain=clients, range=[CLIENT_COLORS[c] for c in clients]),
     )
     base = alt.Chart(m).encode(
-        x=alt.X("server:N", title=None), xOffset=alt.XOffset("client:N", sort=clients), color=color
+        x=alt.X("server:N", title=None), xOffset=alt.XOffset("variant:N", sort=variants), color=color
     )
     size = {"width": 220, "height": 180}
     # One row of three panels per workload (a facet cannot hold a concat).
     rows = []
-    for workload in sorted(m["workload"].unique()):
-        sub = base.transform_filter(alt.datum.workload == workload)
+    for workload, conn in sorted(set(zip(m["workload"], m["connections"].astype(int), strict=True))):
+        sub = base.transform_filter((alt.datum.workload == workload) & (alt.datum.connections == conn))
+        workload = f"{workload} c{conn}"  # the panels' titles
         rps = sub.mark_bar().encode(
             y=alt.Y("req_per_s:Q", title="req/s (server)"),
             opacity=alt.condition("datum.saturation == 'server-bound'", alt.value(1.0), alt.value(0.45)),
-            tooltip=["server", "client", "stop", "saturation", alt.Tooltip("req_per_s:Q", format=",.0f")],
+            tooltip=[
+                "server",
+                "client",
+                "stop",
+                "connections",
+                "saturation",
+                alt.Tooltip("req_per_s:Q", format=",.0f"),
+            ],  # fmt: skip
         )
         # A cell measured once has no interval, and gets no whisker.
         errs = (

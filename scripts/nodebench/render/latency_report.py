@@ -71,12 +71,14 @@ def arrivals_line(runs: pd.DataFrame) -> str:
             + " (poisson: exponential gaps from a PRNG seeded per round, the same stream for every server of the "
             "round, scaled to its rate; constant: one request every 1/rate s, which understates queueing)."
         )
-    if "openloop_timed" in ol and ol["openloop_timed"].notna().any():
-        timed = ol["openloop_timed"].dropna().astype(float)
+    # The windows whose percentiles are reported: a refused window's are not.
+    read = ol[ol["openloop_refused"].isna()] if "openloop_refused" in ol else ol
+    if "openloop_timed" in read and read["openloop_timed"].notna().any():
+        timed = read["openloop_timed"].dropna().astype(float)
         fewest = int(timed.min())
         said.append(
-            f"A window's percentiles rest on {int(timed.median()):,} latencies (median; fewest {fewest:,}): a p99 on "
-            f"its slowest {fewest // 100:,} at the fewest, a p99.9 on its slowest {fewest // 1000:,}"
+            f"A reported window's percentiles rest on {int(timed.median()):,} latencies (median; fewest {fewest:,}): "
+            f"a p99 on its slowest {fewest // 100:,} at the fewest, a p99.9 on its slowest {fewest // 1000:,}"
             + (", too few to read on its own: read the p99.9 as an order of magnitude" if fewest < 10_000 else "")
             + "."
         )
@@ -85,8 +87,7 @@ def arrivals_line(runs: pd.DataFrame) -> str:
 
 def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> list[Block]:
     """The open loop's table (server x load) and where each server's p99 crosses P99_LIMIT_MS (from the runs:
-    each round's own crossing, median over rounds with its interval; without them, between which loads the
-    medians cross)."""
+    each round's own crossing, median over rounds with its interval; without the runs that table is empty)."""
     if latency.empty:
         return []
     rows = []
@@ -100,13 +101,13 @@ def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> l
             _num(r.lag_p99_ms, ".2f"), short, refused, _num(r.capacity_gap_s_max, ".0f"),
         ])  # fmt: skip
     unknown = {
-        (r.workload, r.server): "" if pd.isna(r.unknown_loads) else r.unknown_loads
+        (r.workload, r.server, r.connections): "" if pd.isna(r.unknown_loads) else r.unknown_loads
         for r in crossings(latency).itertuples()
     }
     cross = crossing_table(runs) if runs is not None else pd.DataFrame()
     cross_rows = [
-        [r.workload, r.server, crossing_text(r, "pct"), crossing_text(r, "rate"), r.interval,
-         unknown.get((r.workload, r.server), "")]
+        [r.workload, r.server, str(r.connections), crossing_text(r, "pct"), crossing_text(r, "rate"), r.interval,
+         unknown.get((r.workload, r.server, r.connections), "")]
         for r in cross.itertuples()
     ]  # fmt: skip
     reasons = sorted({str(x) for x in latency["refused_reason"].dropna()})
@@ -164,19 +165,21 @@ def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> l
             "below it and the first above (p99 grows about exponentially towards capacity), in % of the server's "
             "capacity and in req/s. A load not sustained in a round is above the limit, and the crossing is put at "
             "it (the latest it can be); a refused load says nothing (listed) and only widens the bracket. *below* "
-            "the lowest load: already above there; *above* the highest: not crossed within the loads measured."
+            "a load: already above at the lowest load measured (not refused); *above* one: not crossed by the "
+            "highest load measured."
         ),
         Table(
             [
                 "workload",
                 "server",
+                "conn",
                 f"p99 reaches {P99_LIMIT_MS:g} ms at (% of capacity)",
                 "at (req/s)",
                 "interval",
                 "refused loads",
             ],
             cross_rows,
-            "llrrll",
+            "llrrrll",
         ),  # fmt: skip
     ]
     if short_reasons:

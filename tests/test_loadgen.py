@@ -162,7 +162,9 @@ def test_ab_close_opens_a_connection_per_request_where_ab_keeps_them(tmp_path):
             assert done.returncode == 0, done.stderr
             assert loadgen.parse_ab(done.stdout)["requests"] == 200
             counts[kind.name] = len(accepted)
-        assert counts["ab_close"] == 200 and counts["ab"] <= 4, counts
+        # At least one connection per request without -k (ab may open one more: 201 was read once in a full
+        # suite); with -k no more than its 4 connections.
+        assert counts["ab_close"] >= 200 and counts["ab"] <= 4, counts
     finally:
         server.shutdown()
         server.server_close()

@@ -92,34 +92,14 @@ def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
     return out[LATENCY_COLUMNS]
 
 
-def crossings(latency: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.DataFrame:
-    """Per (workload, server, connections): the lowest load at which the median p99 is above limit_ms, and the
-    highest below it. `crossed_at` is None when no measured load crossed it; a load every round of which was
-    refused says nothing, and `unknown_loads` lists those. A load not sustained in most rounds has an infinite
-    median p99: it is above the limit (a censored result, not a missing one)."""
-    rows = []
-    for (workload, server, connections), g in latency.groupby(["workload", "server", "connections"], sort=True):
-        g = g.sort_values("load_pct")
-        known = g[g["p99_ms"].notna()]
-        above = known[known["p99_ms"] > limit_ms]
-        crossed = int(above["load_pct"].iloc[0]) if len(above) else None
-        below = known[(known["p99_ms"] <= limit_ms) & (known["load_pct"] < (crossed or 101))]
-        rows.append({
-            "workload": workload, "server": server, "connections": int(connections),
-            "below_at": int(below["load_pct"].iloc[-1]) if len(below) else None,
-            "crossed_at": crossed,
-            "unknown_loads": ", ".join(f"{int(x)} %" for x in g.loc[g["p99_ms"].isna(), "load_pct"]) or None,
-        })  # fmt: skip
-    return pd.DataFrame(rows, columns=["workload", "server", "connections", "below_at", "crossed_at", "unknown_loads"])
-
-
 #: The crossing table's columns: per (workload, server, connections), where p99 crosses the limit, in % of capacity
 #: and in req/s, each the median over rounds of the round's own crossing with its interval (-inf: already above
 #: at the lowest load known; +inf: not crossed by the highest), and the loads (and rates asked) that "below" and
-#: "above" name: the lowest and highest load where p99 was known (not refused) in the rounds that read so.
+#: "above" name: the lowest and highest load where p99 was known (not refused) in the rounds that read so; and the
+#: loads refused in every round (they say nothing).
 CROSSING_COLUMNS = [
     "workload", "server", "connections", "rounds", "pct", "pct_lo", "pct_hi", "rate", "rate_lo", "rate_hi",
-    "lowest_pct", "highest_pct", "lowest_rate", "highest_rate", "interval",
+    "lowest_pct", "highest_pct", "lowest_rate", "highest_rate", "interval", "unknown_loads",
 ]  # fmt: skip
 
 
@@ -196,6 +176,9 @@ def crossing_table(runs: pd.DataFrame, limit_ms: float = P99_LIMIT_MS) -> pd.Dat
             "lowest_pct": int(low), "highest_pct": int(high), "lowest_rate": float(low_rate),
             "highest_rate": float(high_rate),
             "interval": intervals.describe(int(n)),
+            "unknown_loads": ", ".join(
+                f"{int(x)} %" for x, p in g.groupby("load_pct", sort=True)["_p99"] if p.isna().all()
+            ) or None,
         })  # fmt: skip
     return pd.DataFrame(rows, columns=CROSSING_COLUMNS)
 

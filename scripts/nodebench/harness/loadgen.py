@@ -201,7 +201,7 @@ class OpenLoop:
             "--warmup", f"{warmup_s:g}", "--connections", str(target.connections),
             "--max-lag-p99-ms", "0", "--max-client-effect", f"{OPENLOOP_MAX_CLIENT_EFFECT:g}",
             "--lead-in", f"{min(OPENLOOP_LEAD_IN_S, stop.value / 5):g}",
-            "--arrivals", arrivals[0], "--seed", str(int(arrivals[1]) % 2**32),
+            "--arrivals", arrivals[0], "--seed", str(arrivals[1]),
         ]  # fmt: skip
         err_path = target.scratch / "openloop.err"
         with open(err_path, "wb") as err:

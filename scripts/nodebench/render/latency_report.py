@@ -4,7 +4,7 @@ import math
 
 import pandas as pd
 
-from nodebench.analysis.latency import P99_LIMIT_MS, crossing_table, crossing_text, crossings, server_table
+from nodebench.analysis.latency import P99_LIMIT_MS, crossing_table, crossing_text, server_table
 from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 from nodebench.render.document import Block, Heading, Para, Table
 
@@ -100,14 +100,10 @@ def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> l
             _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"), _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"),
             _num(r.lag_p99_ms, ".2f"), short, refused, _num(r.capacity_gap_s_max, ".0f"),
         ])  # fmt: skip
-    unknown = {
-        (r.workload, r.server, r.connections): "" if pd.isna(r.unknown_loads) else r.unknown_loads
-        for r in crossings(latency).itertuples()
-    }
     cross = crossing_table(runs) if runs is not None else pd.DataFrame()
     cross_rows = [
         [r.workload, r.server, str(r.connections), crossing_text(r, "pct"), crossing_text(r, "rate"), r.interval,
-         unknown.get((r.workload, r.server, r.connections), "")]
+         "" if pd.isna(r.unknown_loads) else r.unknown_loads]
         for r in cross.itertuples()
     ]  # fmt: skip
     reasons = sorted({str(x) for x in latency["refused_reason"].dropna()})

@@ -21,11 +21,12 @@ def test_ranks_and_coverage_at_small_n():
 
 def test_the_lookup_tables_are_rank_and_coverage_at_every_n():
     # The tables are built one binomial call per n; each entry must be what rank() finds step by step.
+    ranks, coverages = intervals._tables()
     for n in [*range(0, 130), 500, 999, 1000]:
         k = intervals.rank(n)
-        assert intervals._RANKS[n] == k, n
+        assert ranks[n] == k, n
         if n >= 2:
-            assert intervals._COVERAGE[n] == pytest.approx(intervals.coverage(n, k), abs=1e-12), n
+            assert coverages[n] == pytest.approx(intervals.coverage(n, k), abs=1e-12), n
 
 
 def test_bounds_are_the_order_statistics_of_each_row_with_its_own_n():

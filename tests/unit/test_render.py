@@ -445,3 +445,22 @@ def test_every_report_says_what_the_instrument_adds_and_its_measured_cost_where_
     text = markdown.render(synthetic_runs, metrics.compute_metrics(synthetic_runs), scores,
                            pd.Timestamp("2026-01-02", tz="UTC").to_pydatetime(), calibration=cal)  # fmt: skip
     assert "**The instrument**:" in text and "fastify +0.4%" in text
+
+
+def test_the_vega_bundle_is_built_once_per_version_and_read_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    built = page.vega_bundle.__wrapped__()
+    kept = tmp_path / page.BUNDLE_CACHE.format(version=page.vl_convert.__version__)
+    assert kept.read_text() == built and "vegaEmbed" in built
+    assert list(kept.parent.iterdir()) == [kept]  # no temporary file left
+    kept.write_text("// the kept copy")
+    assert page.vega_bundle.__wrapped__() == "// the kept copy"
+    kept.write_bytes(b"\xff\xfe\x00")  # not text: built again and kept again
+    assert page.vega_bundle.__wrapped__() == built and kept.read_text() == built
+
+
+def test_the_vega_bundle_is_built_where_data_cannot_be_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").write_text("a file where the directory would be")
+    assert "vegaEmbed" in page.vega_bundle.__wrapped__()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]

@@ -4,7 +4,7 @@
 # the measurement lock shared with root's runs) cannot rot while the suite runs as root.
 # The user gets a copy of this checkout's files (tracked and not ignored: what a fresh
 # clone has, plus uncommitted edits) in its own home, and sets it up with the README's
-# command, as a user would. .ci/run bounds it to what is left of CI's 40 minutes.
+# command, as a user would. .ci/run bounds it to what is left of its 60 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" -ne 0 ]; then

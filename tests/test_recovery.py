@@ -161,6 +161,15 @@ def test_a_manifest_that_lists_a_missing_file_is_removed(tmp_path: Path, monkeyp
     said = []
     assert recovery.drop_false_manifests(["reports/all", "reports/x/all", "reports/y/all"], said.append) == []
     Path("data/runs/b.json").unlink()
+    # A dry run names it and removes nothing.
+    would = recovery.drop_false_manifests(["reports/all", "reports/x/all"], said.append, dry_run=True)
+    assert would == [Path("reports/x/all")] and Path("reports/x/all").exists()
+    assert said == [
+        "reports/x/all lists data/runs/b.json, which does not exist (a job killed while it re-measured, or a "
+        "file removed by hand): a run would remove it and rebuild what it lists (this dry run removes nothing "
+        "and plans that)"
+    ]
+    said.clear()
     removed = recovery.drop_false_manifests(["reports/all", "reports/x/all"], said.append)
     assert removed == [Path("reports/x/all")] and Path("reports/all").exists()
     assert said == [
@@ -287,15 +296,20 @@ def test_a_hard_kill_while_re_measuring_is_recovered_by_the_next_run(tmp_path: P
         assert record(project, kept).read_bytes() == saved[kept]
         locked = snakemake(project, "--dry-run", "reports/empty/all").stdout
         assert "Directory cannot be locked" in locked
-        # Loading the workflow already found the manifest false (and removed it).
+        # Loading the workflow already found the manifest false; a dry run says so and leaves it.
         listed = record(project, killed).relative_to(project)
-        assert f"reports/empty/all listed {listed}, which does not exist" in locked
-        # What the README says to do, then the same command again.
+        assert f"reports/empty/all lists {listed}, which does not exist" in locked
+        assert (project / "reports/empty/all").exists()
+        # What the README says to do, then the same command again: --unlock and the dry run remove nothing, the
+        # dry run plans the interrupted cell; the real run removes the false manifest and rebuilds it.
         assert snakemake(project, "--unlock").returncode == 0
+        assert (project / "reports/empty/all").exists()
         res = snakemake(project, "--dry-run", "reports/empty/all")
         assert planned_cells(res.stdout) == {("empty", killed)}, res.stdout[-3000:]
+        assert (project / "reports/empty/all").exists()
         res = snakemake(project, "reports/empty/all")
         assert res.returncode == 0, res.stdout[-3000:]
+        assert f"reports/empty/all listed {listed}, which does not exist" in res.stdout
         assert f"removed {scratch}, left by a job that died without cleaning up (pid {job.pid}" in res.stdout
         assert not scratch.exists()
         # Only the interrupted cell was measured again, and every manifest lists only files that exist.

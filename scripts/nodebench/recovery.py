@@ -5,7 +5,8 @@ re-measures a cell is killed (kill -9, a reboot) after Snakemake removed the cel
 record, the manifests and tables after it are still newer than everything that exists,
 so the next run finds "Nothing to be done" and the manifest lists a record that is gone.
 Removing such a manifest makes its own job due; Snakemake then rebuilds every missing
-file it lists (the record: the cell is measured again) and everything after it.
+file it lists (the record: the cell is measured again) and everything after it. A dry run
+removes nothing: it forces the manifest's job instead, which plans the same jobs.
 """
 
 import json
@@ -22,8 +23,9 @@ def missing_files(manifest: Path, exists=os.path.exists) -> list[str]:
     return [line for line in (raw.strip() for raw in lines) if line and not exists(line)]
 
 
-def drop_false_manifests(manifests, say=lambda line: None) -> list[Path]:
-    """Remove each existing manifest that lists a missing file; returns those removed."""
+def drop_false_manifests(manifests, say=lambda line: None, dry_run: bool = False) -> list[Path]:
+    """Remove each existing manifest that lists a missing file; returns those removed (with dry_run, those it
+    would remove, left in place: the caller forces their jobs so that the plan is the one a real run makes)."""
     seen: dict[str, bool] = {}
 
     def exists(path: str) -> bool:
@@ -39,6 +41,14 @@ def drop_false_manifests(manifests, say=lambda line: None) -> list[Path]:
         if not missing:
             continue
         more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+        if dry_run:
+            say(
+                f"{manifest} lists {missing[0]}{more}, which does not exist (a job killed while it re-measured, "
+                "or a file removed by hand): a run would remove it and rebuild what it lists (this dry run "
+                "removes nothing and plans that)"
+            )
+            removed.append(manifest)
+            continue
         try:
             manifest.unlink()
         except OSError as e:

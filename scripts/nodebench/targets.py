@@ -607,6 +607,20 @@ def dry_run_asked(args) -> bool:
     return False
 
 
+#: Snakemake's commands that run no job: loading the workflow for one of them must change no file.
+RUNS_NO_JOB = {
+    "--unlock", "--list-rules", "--list", "-l", "--list-target-rules", "--lt", "--summary", "-S",
+    "--detailed-summary", "-D", "--lint", "--dag", "--rulegraph", "--filegraph", "--d3dag", "--list-changes",
+    "--lc", "--list-untracked", "--lu", "--cleanup-metadata", "--cm",
+}  # fmt: skip
+
+
+def changes_nothing(args) -> bool:
+    """Whether the command line runs no job (a dry run, --unlock, a summary, a graph): the workflow's own tidying
+    (false manifests, stale looks) then says what it would remove and removes nothing."""
+    return dry_run_asked(args) or any(arg.split("=", 1)[0] in RUNS_NO_JOB for arg in args)
+
+
 def requested_scopes(args, scopes) -> list[str]:
     """The scopes whose reports the command line asks for ('claims' for the ledger); the whole matrix's when
     it names none (reports/all is the default target)."""

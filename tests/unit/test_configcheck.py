@@ -393,6 +393,11 @@ def test_a_dry_run_is_read_from_the_command_line_in_every_spelling():
         assert targets.dry_run_asked(args), args
     for args in ([], ["--cores", "1", "reports/all"], ["-p"], ["--config", "n=1"], ["-j", "4"], ["-s", "Snakefile"]):
         assert not targets.dry_run_asked(args), args
+    # --unlock (what the README says after a kill) and the summaries run no job: the workflow removes nothing.
+    for args in (["--unlock"], ["--summary"], ["-D"], ["--dag"], ["--list-changes", "code"], ["-n"]):
+        assert targets.changes_nothing(args), args
+    for args in ([], ["--cores", "1", "reports/all"], ["--forcerun", "measure_run"], ["--config", "unlock=1"]):
+        assert not targets.changes_nothing(args), args
 
 
 def test_a_workloads_mapping_on_the_command_line_says_it_is_merged_and_how_to_measure_one_workload():

@@ -68,3 +68,5 @@ use rule list_outputs as list_claims_outputs with:
     log:
         "data/logs/list_outputs/claims.log",
     localrule: True
+    params:
+        due=lambda wc: manifest_due(targets.LEDGER_MANIFEST),

@@ -124,16 +124,33 @@ def say(line):
 # was killed) is removed, so that its job is due and Snakemake rebuilds what is missing
 # and everything after it; otherwise the run would find nothing to do.
 if workflow.is_main_process:
-    recovery.drop_false_manifests(T.manifests(), say)
+    # workflow.dryrun is False while the Snakefile is read (targets.dry_run_asked): the command line says. A
+    # command that runs no job (--unlock, --summary) removes nothing either.
+    _dry_run = workflow.dryrun or targets.changes_nothing(sys.argv[1:])
+    # A dry run keeps a false manifest and plans its job as due instead (list_outputs' params): the plan is the
+    # one a real run makes once it has removed it.
+    FALSE_MANIFESTS = {
+        str(p)
+        for p in recovery.drop_false_manifests(T.manifests(), say, dry_run=_dry_run)
+    }
     # A look made for other looks or another target, or before its records, decides nothing: made again.
-    # workflow.dryrun is False while the Snakefile is read (targets.dry_run_asked): the command line says.
     # A dry run removes nothing and plans as if what it would remove were gone (stopped_at).
     # Only a dry run keeps the list: a real run has removed them, and its looks made again must be read.
-    _dry_run = workflow.dryrun or targets.dry_run_asked(sys.argv[1:])
     _removed = recovery.drop_stale_looks(T.adaptive_blocks(), say, dry_run=_dry_run)
     WOULD_REMOVE = {str(p) for p in _removed} if _dry_run else set()
+    if not _dry_run:
+        FALSE_MANIFESTS = set()
 else:
     WOULD_REMOVE = set()
+    FALSE_MANIFESTS = set()
+
+
+def manifest_due(manifest):
+    """list_outputs' param: 'listed-missing' for a manifest a dry run found false (its job is then due for
+    changed params, and Snakemake plans the missing files it lists), else empty. Computed from the wildcards,
+    not the output: Snakemake compares only params that are not derived from a job's files.
+    """
+    return "listed-missing" if manifest in FALSE_MANIFESTS else ""
 
 
 # --- Input functions: each delegates to nodebench.targets ----------------------------

@@ -61,6 +61,8 @@ rule list_outputs:
     log:
         "data/logs/list_outputs/{scope}.log",
     localrule: True
+    params:
+        due=lambda wc: manifest_due(targets.MANIFEST.format(scope=wc.scope)),
     script:
         "../../scripts/list_outputs.py"
 
@@ -75,3 +77,5 @@ use rule list_outputs as list_all_outputs with:
     log:
         "data/logs/list_outputs/all.log",
     localrule: True
+    params:
+        due=lambda wc: manifest_due("reports/all"),

@@ -611,7 +611,7 @@ def dry_run_asked(args) -> bool:
 RUNS_NO_JOB = {
     "--unlock", "--list-rules", "--list", "-l", "--list-target-rules", "--lt", "--summary", "-S",
     "--detailed-summary", "-D", "--lint", "--dag", "--rulegraph", "--filegraph", "--d3dag", "--list-changes",
-    "--lc", "--list-untracked", "--lu", "--cleanup-metadata", "--cm",
+    "--lc", "--list-untracked", "--lu", "--cleanup-metadata", "--cm", "--report",
 }  # fmt: skip
 
 

@@ -394,7 +394,7 @@ def test_a_dry_run_is_read_from_the_command_line_in_every_spelling():
     for args in ([], ["--cores", "1", "reports/all"], ["-p"], ["--config", "n=1"], ["-j", "4"], ["-s", "Snakefile"]):
         assert not targets.dry_run_asked(args), args
     # --unlock (what the README says after a kill) and the summaries run no job: the workflow removes nothing.
-    for args in (["--unlock"], ["--summary"], ["-D"], ["--dag"], ["--list-changes", "code"], ["-n"]):
+    for args in (["--unlock"], ["--summary"], ["-D"], ["--dag"], ["--list-changes", "code"], ["--report", "r.html"]):
         assert targets.changes_nothing(args), args
     for args in ([], ["--cores", "1", "reports/all"], ["--forcerun", "measure_run"], ["--config", "unlock=1"]):
         assert not targets.changes_nothing(args), args

@@ -6,7 +6,8 @@ record, the manifests and tables after it are still newer than everything that e
 so the next run finds "Nothing to be done" and the manifest lists a record that is gone.
 Removing such a manifest makes its own job due; Snakemake then rebuilds every missing
 file it lists (the record: the cell is measured again) and everything after it. A dry run
-removes nothing: it forces the manifest's job instead, which plans the same jobs.
+(or any command that runs no job) removes nothing: the workflow plans the manifest's job as
+due instead (list_outputs' `due` param), which plans the same jobs.
 """
 
 import json
@@ -25,7 +26,7 @@ def missing_files(manifest: Path, exists=os.path.exists) -> list[str]:
 
 def drop_false_manifests(manifests, say=lambda line: None, dry_run: bool = False) -> list[Path]:
     """Remove each existing manifest that lists a missing file; returns those removed (with dry_run, those it
-    would remove, left in place: the caller forces their jobs so that the plan is the one a real run makes)."""
+    would remove, left in place: the workflow plans their jobs as due, so that the plan is the one a real run makes)."""
     seen: dict[str, bool] = {}
 
     def exists(path: str) -> bool:

@@ -317,6 +317,8 @@ def test_study_measures_counts_and_other_clients(study: Path):
     assert 0 <= ol.capacity_gap_s < 120
     # Poisson arrivals by default, from the round's seed (config's round_seed 1, round 1), recorded.
     assert ol.openloop_arrivals == "poisson" and ol.openloop_seed == 1_000_004
+    # point-lookup queries the embedded PostgreSQL, which runs on the client's CPUs: the client naps between sends.
+    assert ol.openloop_wait == "nap"
     assert 0 < ol.openloop_timed <= ol.requests
     if pd.isna(ol.openloop_refused):  # a missing string reads as <NA> from Parquet, not None
         assert 0 < ol.latency_p50_ms <= ol.latency_p99_ms <= ol.latency_p99_9_ms
@@ -383,6 +385,8 @@ def test_cost_curve_measures_every_server_at_one_rate_beside_its_capacity(projec
         rated, capacity = mine.loc["openloop"], mine.loc["wrk"]
         # The same rate for both servers, whatever their capacity; the capacity beside it is recorded.
         assert rated.load_rate == 300 and pd.isna(rated.load_pct) and rated.openloop_target_rate == 300
+        # `empty` queries nothing: the client has its CPU to itself and spins between sends, as it always did.
+        assert rated.openloop_wait == "spin"
         assert rated.capacity_req_per_s == pytest.approx(capacity.req_per_s)
         # Poisson arrivals: 300 due a second on average (sd 17 in a 1 s window); what was due was answered.
         due = rated.openloop_sent + rated.openloop_unsent

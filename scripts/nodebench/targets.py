@@ -13,7 +13,7 @@ import re
 import time
 
 from nodebench import claimfile, codegraph, plan
-from nodebench.catalogue.clients import CLIENTS, Stop
+from nodebench.catalogue.clients import CLIENTS, OPEN_LOOP, Stop
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
 
@@ -349,7 +349,7 @@ class Targets:
         c = self.config
         arrivals = (
             {"openloop_arrivals": c["openloop"]["arrivals"], "round_seed": c["round_seed"]}
-            if client == "openloop"
+            if client in OPEN_LOOP
             else {}
         )
         return json.dumps(

@@ -7,7 +7,7 @@
 //
 //   node servers/loadgen/openloop.js --url http://127.0.0.1:PORT/path --rate R --duration S
 //        [--warmup W] [--arrivals constant|poisson] [--seed N] [--connections MAX]
-//        [--grace G] [--max-lag-p99-ms L] [--sleep] [--driver] [--dry-schedule K]
+//        [--grace G] [--max-lag-p99-ms L] [--sleep | --nap] [--driver] [--dry-schedule K]
 //
 //   --url URL          http:// only, and only a loopback host (127.0.0.0/8, ::1, localhost);
 //                      anything else is refused (exit 2).
@@ -39,6 +39,12 @@
 //                      3 ms apart, instead of spinning its CPU at 100% for the whole run (the
 //                      default). Cheaper, but on a virtual machine a response that arrives
 //                      while the CPU sleeps pays its wake-up (about 0.3 ms here) in its latency.
+//   --nap              sleep between sends whatever their gap, woken NAP_LEAD_MS before each by a
+//                      timer thread (Atomics.wait: a futex, whose timeout is not rounded to the
+//                      millisecond as libuv's timers are) and spinning only that last stretch.
+//                      Responses still wake the loop at once (it sleeps in epoll). For a client that
+//                      shares its CPU with the database: the CPU is free for it between sends.
+//   --nap-lead-ms D    with --nap, how long before a send the timer thread wakes the loop (default 0.15).
 //   --driver           speak the harness's protocol on stdin/stdout (see drive() below) and open
 //                      and close the server's ELU window around the measured phase; a run that
 //                      falls behind is then reported as refused (latencies null), not exit 3.
@@ -85,6 +91,12 @@ const ABORT_BEHIND_MS = 1000;
 const MAX_BATCH = 2000; // dispatches per scheduler turn, so timers and I/O still run when behind
 const SPIN_MS = 0.02; // a send due this soon is spun to, not yielded for
 const IDLE_SPIN_MS = 0.02; // after a turn with no I/O, spin this long before the next
+// --nap: the timer thread wakes the loop this long before a send, and the loop spins the rest. A futex's
+// timeout fired 0.10 ms late at p50 and 0.15-0.19 ms at p99 here (idle CPU, 2026-12-06: the kernel's 50 us
+// timer slack and the virtual CPU's wake-up). Against a 1 ms server at 1,000-5,000 req/s (2026-12-06), leads of
+// 0.25 / 0.15 / 0.08 / 0 ms kept the schedule lag's p50 at 0.001 / 0.001-0.002 / 0.04-0.06 / 0.12-0.17 ms, for
+// 0.32-0.78 / 0.26-0.62 / 0.23-0.53 / 0.24-0.50 of a CPU (spinning: 0.98-0.99).
+const NAP_LEAD_MS = 0.15; // the default of --nap-lead-ms
 
 function die(code, message) {
   process.stderr.write(`openloop: ${message}\n`);
@@ -106,6 +118,8 @@ function parseArgs(argv) {
     drySchedule: 0,
     leadIn: 0,
     sleep: false,
+    nap: false,
+    napLeadMs: NAP_LEAD_MS,
     driver: false,
   };
   const names = {
@@ -121,10 +135,11 @@ function parseArgs(argv) {
     '--max-client-effect': 'maxClientEffect',
     '--dry-schedule': 'drySchedule',
     '--lead-in': 'leadIn',
+    '--nap-lead-ms': 'napLeadMs',
   };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
-    if (arg === '--sleep' || arg === '--driver') {
+    if (arg === '--sleep' || arg === '--nap' || arg === '--driver') {
       opts[arg.slice(2)] = true;
       continue;
     }
@@ -152,6 +167,7 @@ function parseArgs(argv) {
   if (!['constant', 'poisson'].includes(opts.arrivals)) {
     die(EXIT_USAGE, `--arrivals must be constant or poisson, got ${opts.arrivals}`);
   }
+  if (opts.sleep && opts.nap) die(EXIT_USAGE, '--sleep and --nap are two ways to wait: give one');
   if (opts.rate === null) die(EXIT_USAGE, '--rate is required');
   opts.rate = num('rate', '--rate');
   opts.seed = num('seed', '--seed', { integer: true, allowZero: true });
@@ -168,6 +184,7 @@ function parseArgs(argv) {
   opts.connections = num('connections', '--connections', { integer: true, min: 1 });
   opts.maxLagP99Ms = num('maxLagP99Ms', '--max-lag-p99-ms', { allowZero: true });
   opts.maxClientEffect = num('maxClientEffect', '--max-client-effect', { allowZero: true });
+  opts.napLeadMs = num('napLeadMs', '--nap-lead-ms', { allowZero: true });
   let url;
   try {
     url = new URL(opts.url);
@@ -306,7 +323,7 @@ async function drive(opts) {
   });
   // Between warm-up and window the harness settles its query counter: keep this CPU busy meanwhile (the
   // default mode never lets it idle), so that the window does not start on a CPU waking up.
-  let waiting = !opts.sleep;
+  let waiting = !opts.sleep && !opts.nap;
   const spin = () => {
     if (waiting) setImmediate(spin);
   };
@@ -360,6 +377,7 @@ function result(opts, loader, win) {
     url: opts.parsedUrl.href,
     arrivals: opts.arrivals,
     seed: opts.arrivals === 'poisson' ? opts.seed : null,
+    wait: opts.nap ? 'nap' : opts.sleep ? 'sleep' : 'spin',
     target_rate: opts.rate,
     warmup_s: opts.warmup,
     duration_s: opts.duration,
@@ -566,6 +584,74 @@ class Connections {
   }
 }
 
+// --nap's timer thread. libuv's timers have millisecond resolution, so the loop cannot sleep for the 0.3-1 ms
+// between sends at 1,000-3,000 req/s with setTimeout. A worker thread sleeps instead, in Atomics.wait (a futex
+// with a nanosecond timeout), and wakes the loop with a message (libuv's async handle: an eventfd its epoll
+// watches, as it watches the sockets). One wake-up is armed at a time; arming again replaces it.
+const WAKER_THREAD = `
+const { workerData, parentPort } = require('node:worker_threads');
+const seq = new Int32Array(workerData, 0, 1); // bumped at each arming; -1: stop
+const at = new BigInt64Array(workerData, 8, 1); // when to wake the loop (process.hrtime.bigint ns)
+let seen = 0;
+for (;;) {
+  Atomics.wait(seq, 0, seen);
+  seen = Atomics.load(seq, 0);
+  if (seen < 0) break;
+  for (;;) {
+    const left = Number(Atomics.load(at, 0) - process.hrtime.bigint()) / 1e6;
+    if (left <= 0) {
+      parentPort.postMessage(seen);
+      break;
+    }
+    if (Atomics.wait(seq, 0, seen, left) !== 'timed-out') {
+      seen = Atomics.load(seq, 0); // armed again (or stopped) meanwhile: wait for the new time
+      if (seen < 0) process.exit(0);
+    }
+  }
+}
+`;
+
+class Waker {
+  constructor() {
+    const { Worker } = require('node:worker_threads');
+    const shared = new SharedArrayBuffer(16);
+    this.seq = new Int32Array(shared, 0, 1);
+    this.at = new BigInt64Array(shared, 8, 1);
+    this.onWake = ignore;
+    this.thread = new Worker(WAKER_THREAD, { eval: true, workerData: shared });
+    // Only the wake-up of the latest arming runs the scheduler; an earlier one (armed, then replaced) is stale.
+    this.thread.on('message', (armed) => {
+      if (armed !== Atomics.load(this.seq, 0)) return;
+      const fn = this.onWake;
+      this.onWake = ignore;
+      this.thread.unref();
+      fn();
+    });
+    this.thread.on('error', (err) => die(EXIT_FATAL, `the --nap timer thread failed: ${err.stack || err}`));
+    this.thread.unref();
+  }
+
+  // Call fn once, in ms milliseconds (fractional), unless armed again or disarmed first.
+  arm(ms, fn) {
+    this.onWake = fn;
+    Atomics.store(this.at, 0, process.hrtime.bigint() + BigInt(Math.round(ms * 1e6)));
+    Atomics.add(this.seq, 0, 1);
+    Atomics.notify(this.seq, 0);
+    this.thread.ref(); // an armed wake-up keeps the process alive, as a timer would
+  }
+
+  disarm() {
+    this.onWake = ignore;
+    this.thread.unref();
+  }
+
+  close() {
+    this.disarm();
+    Atomics.store(this.seq, 0, -1);
+    Atomics.notify(this.seq, 0);
+  }
+}
+
 // The connections and the schedule's machinery, kept across phases (the warm-up's connections, and the
 // client's JIT, serve the window). One phase at a time.
 class Loader {
@@ -578,6 +664,7 @@ class Loader {
     this.pending = [];
     this.pendingHead = 0;
     this.inFlight = 0;
+    this.waker = opts.nap ? new Waker() : null;
   }
 
   get connectionsOpened() {
@@ -586,6 +673,7 @@ class Loader {
 
   close() {
     this.conns.close();
+    if (this.waker) this.waker.close();
   }
 
   // Send on the schedule for durationMs, then wait (at most --grace) for the answers. Resolves with the
@@ -632,6 +720,7 @@ class Loader {
         if (ph.over) return;
         ph.over = true;
         clearTimeout(endTimer);
+        if (this.waker) this.waker.disarm();
         if (refused === null) refused = abandoned;
         if (refused === null && nextOffset < durationMs) {
           refused = `the schedule was not finished by the window's end + grace (lag p99 ${round3(ph.lag.percentile(99))} ms)`;
@@ -759,7 +848,7 @@ class Loader {
           if (n >= MAX_BATCH) break; // behind: let timers and I/O run before the next batch
           now = performance.now();
           const wait = t0 + nextOffset - now;
-          if (wait > SPIN_MS) break;
+          if (wait > (opts.nap ? opts.napLeadMs : SPIN_MS)) break;
           // The next send is due within SPIN_MS: spin to it rather than yield. The spin compares
           // process.hrtime.bigint() values: a loop on performance.now() allocates a heap number a
           // call (25 million a second; V8 then scavenged every few ms), this does not.
@@ -770,7 +859,7 @@ class Loader {
           now = performance.now();
         }
         let wait = t0 + nextOffset - performance.now();
-        if (idleTurn && !opts.sleep && wait > 0) {
+        if (idleTurn && !opts.sleep && !opts.nap && wait > 0) {
           // Nothing to read last turn: spin up to IDLE_SPIN_MS before the next. Each turn allocates
           // (an Immediate, a timestamp), and at a million idle turns a second V8 scavenged 200
           // times a second, enough to make 1% of sends late at 1000 req/s. A response arriving
@@ -790,7 +879,10 @@ class Loader {
         // responses to read) makes them late: the lag measures the client's own saturation too.
         // With --sleep it sleeps with setTimeout until 2 ms before a send more than 3 ms away
         // (setTimeout fires up to 1-2 ms late: libuv's timers have millisecond resolution).
-        if (opts.sleep && wait > 3) setTimeout(tick, wait - 2);
+        // With --nap it sleeps in epoll (a response wakes it) until the timer thread wakes it NAP_LEAD_MS
+        // before the next send.
+        if (opts.nap && wait > opts.napLeadMs) this.waker.arm(wait - opts.napLeadMs, tick);
+        else if (opts.sleep && wait > 3) setTimeout(tick, wait - 2);
         else setImmediate(tick);
       };
 

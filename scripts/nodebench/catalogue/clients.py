@@ -71,11 +71,22 @@ CLIENTS: dict[str, Client] = {
             files=("servers/loadgen/openloop.js",),
             open_loop=True,
         ),
+        # The same open loop, always spinning between sends (openloop naps where it shares its CPUs with the
+        # database its workload queries; docs/openloop.md#waiting-between-sends), for measuring the difference.
+        Client(
+            "openloop_spin",
+            ("duration",),
+            "servers/loadgen/openloop.js, run by the pipeline's Node.js (nothing to install)",
+            files=("servers/loadgen/openloop.js",),
+            open_loop=True,
+        ),
     )
 }
 #: The closed loop that measures an open-loop cell's capacity: the same workload, server, connections and
 #: duration, in the same round, with this client.
 CAPACITY_CLIENT = "wrk"
+#: The open-loop clients, by name.
+OPEN_LOOP = frozenset(c.name for c in CLIENTS.values() if c.open_loop)
 #: Clients that are system programs, by name: the workflow probes for them before measuring.
 PROGRAMS = {c.name: c.program for c in CLIENTS.values() if c.program}
 

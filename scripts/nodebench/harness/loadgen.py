@@ -182,13 +182,14 @@ ARRIVALS = ("poisson", "constant")
 class OpenLoop:
     """servers/loadgen/openloop.js --driver: a fixed rate on a schedule; the driver opens and closes the ELU window
     itself, as autocannon's does. A window the client could not keep on schedule comes back refused (its
-    latencies null, `openloop_refused` saying why): the run's other figures stand, its latencies are not reported."""
+    latencies null, `openloop_refused` saying why): the run's other figures stand, its latencies are not reported.
+    nap: sleep between sends (--nap) instead of spinning, so that a database on the client's CPUs has them."""
 
     name = "openloop"
     threads = 1
 
     def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, rate: float, stack,
-                 arrivals: tuple[str, int] = ("constant", 1)):  # fmt: skip
+                 arrivals: tuple[str, int] = ("constant", 1), nap: bool = False):  # fmt: skip
         if arrivals[0] not in ARRIVALS:
             raise RunError(f"open-loop arrivals must be one of {', '.join(ARRIVALS)}, not {arrivals[0]!r}")
         if target.method != "GET" or target.body is not None:
@@ -201,7 +202,7 @@ class OpenLoop:
             "--warmup", f"{warmup_s:g}", "--connections", str(target.connections),
             "--max-lag-p99-ms", "0", "--max-client-effect", f"{OPENLOOP_MAX_CLIENT_EFFECT:g}",
             "--lead-in", f"{min(OPENLOOP_LEAD_IN_S, stop.value / 5):g}",
-            "--arrivals", arrivals[0], "--seed", str(arrivals[1]),
+            "--arrivals", arrivals[0], "--seed", str(arrivals[1]), *(["--nap"] if nap else []),
         ]  # fmt: skip
         err_path = target.scratch / "openloop.err"
         with open(err_path, "wb") as err:
@@ -396,9 +397,12 @@ class AbClose(Ab):
 
 
 def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, file: Path | None, elu_window,
-         stack, rate: float | None = None, arrivals: tuple[str, int] = ("constant", 1)):  # fmt: skip
+         stack, rate: float | None = None, arrivals: tuple[str, int] = ("constant", 1),
+         beside_database: bool = False):  # fmt: skip
     """The client for one run (file: its file in the catalogue; rate: an open loop's, req/s; arrivals: an open
-    loop's schedule, constant or poisson, and its seed); a rule it cannot do fails before anything starts."""
+    loop's schedule, constant or poisson, and its seed; beside_database: the client's CPUs hold the database the
+    workload queries, where `openloop` naps between sends instead of spinning); a rule it cannot do fails before
+    anything starts."""
     bad = problems(name, {stop.rule: [stop.value]})
     if bad:
         raise RunError("; ".join(bad))
@@ -407,8 +411,9 @@ def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, f
             f"stop {stop.label!r} does not suit {name}: a rate (-at<pct> of capacity or -r<req/s>) is what an open "
             "loop needs and only an open loop takes"
         )
-    if name == "openloop":
-        return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack, arrivals)
+    if CLIENTS[name].open_loop:
+        nap = name == "openloop" and beside_database
+        return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack, arrivals, nap=nap)
     if name == "autocannon":
         return Autocannon(target, node, file.resolve(), stop, warmup_s, stack)
     if name == "wrk":

@@ -263,7 +263,7 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     )
     client = loadgen.make(
         cell.client, target, cell.stop, opts.warmup_s, node=opts.node, file=paths.client_file, rate=rate,
-        arrivals=opts.arrivals,
+        arrivals=opts.arrivals, beside_database=cluster is not None and workload.queries_per_request > 0,
         elu_window=(lambda: server.get_json(port, "/__elu/start"), lambda: server.get_json(port, "/__elu/stop")),
         stack=stack,
     )  # fmt: skip

@@ -143,6 +143,7 @@ def parse_openloop(result: dict) -> dict:
         "openloop_target_rate": float(result["target_rate"]),
         "openloop_arrivals": result.get("arrivals"),
         "openloop_seed": None if result.get("seed") is None else int(result["seed"]),
+        "openloop_wait": result.get("wait"),
         "openloop_timed": None if result.get("timed") is None else int(result["timed"]),
         "openloop_sent": int(result["sent"]),
         "openloop_lag_p99_ms": result["lag_ms"]["p99"],

@@ -104,11 +104,11 @@ def client_version(name: str, lockfile: Path) -> str:
     """The load generator's version: autocannon's from the lockfile, wrk's and ab's from the program."""
     if name == "autocannon":
         return lockfile_versions(lockfile, ("autocannon",))["autocannon_version"] or "unknown"
-    if name == "openloop":
+    from nodebench.catalogue.clients import CLIENTS
+
+    if CLIENTS[name].open_loop:
         # The project's own client: its version is its file's content.
         import hashlib
-
-        from nodebench.catalogue.clients import CLIENTS
 
         return "sha256:" + hashlib.sha256(Path(CLIENTS[name].files[0]).read_bytes()).hexdigest()[:12]
     from nodebench.harness.loadgen import program_version

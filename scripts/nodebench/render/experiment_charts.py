@@ -4,6 +4,7 @@ import altair as alt
 import pandas as pd
 
 from nodebench.analysis.experiments import as_strings
+from nodebench.catalogue.clients import OPEN_LOOP
 from nodebench.render.theme import CLIENT_COLORS, server_scale
 
 
@@ -134,7 +135,7 @@ def clients(metrics: pd.DataFrame) -> alt.VConcatChart:
     and stop (ab-hello's 100 and 10,000 requests at 10 and 100 connections would otherwise share a bar's place)."""
     m = as_strings(metrics)
     # An open loop's cells run at a share of capacity, not at the ceiling: not a load generator to compare here.
-    m = m[m["client"] != "openloop"]
+    m = m[~m["client"].isin(OPEN_LOOP)]
     m = m.assign(variant=m["client"] + " " + m["stop"])
     clients = [c for c in CLIENT_COLORS if c in set(m["client"])]
     variants = sorted(set(m["variant"]), key=lambda v: (clients.index(v.split(" ")[0]), v))

@@ -20,6 +20,7 @@ from nodebench.analysis.experiments import (
     sweep_table,
 )
 from nodebench.analysis.intervals import describe, percent
+from nodebench.catalogue.clients import OPEN_LOOP
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
 from nodebench.render.costcurve_report import costcurve_blocks, sweep_blocks
 from nodebench.render.document import to_markdown
@@ -620,7 +621,7 @@ def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
     if "server_startup_ms" in runs:
         parts += ["", to_markdown(server_blocks(runs))]
     # An open loop's cells run at a share of capacity, not at the ceiling: they are not compared here.
-    closed = metrics[metrics["client"].astype(str) != "openloop"]
+    closed = metrics[~metrics["client"].astype(str).isin(OPEN_LOOP)]
     if closed["client"].nunique() > 1:
         metrics = closed
         parts += [

@@ -1,41 +1,16 @@
 'use strict';
-// Drives autocannon for one measurement so that the ELU window and the load run
-// share one process: the window opens right before the first request and closes
-// right after the last, and this process's own CPU over the window is the load
-// generator's cost. Protocol (one JSON object per stdout line):
+// Drives autocannon for one measurement, speaking the harness's driver protocol (./driver.js: the ELU window
+// opens right before the first request and closes right after the last, in this process).
 //   argv[2]: {"url", "connections", "warmup_s", "duration_s", "method", "body", "headers"} or, for a fixed count,
 //            {"url", "connections", "warmup_s", "amount"} (autocannon gives each
 //            connection amount / connections requests)
-//   -> {"event":"loaded"}        then waits for "warmup\n" on stdin
-//   -> {"event":"warmup", ...}   then waits for "go\n" on stdin
-//   -> {"event":"window"}        the server's window is open (the harness samples host CPU now)
-//   -> {"event":"result", "autocannon": <autocannon result>, "elu": <server window>, ...}
+// Its warm-up line carries autocannon's whole warm-up result; its result line autocannon's result and, for a
+// fixed count, connection_finishes (below).
 const autocannon = require('autocannon');
-const http = require('node:http');
-const readline = require('node:readline');
+const { drive } = require('./driver.js');
 
 const opts = JSON.parse(process.argv[2]);
 const base = new URL(opts.url);
-
-function getJson(path) {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: base.hostname, port: base.port, path, agent: false }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (data += chunk));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`GET ${path} answered ${res.statusCode}: ${data}`));
-        try {
-          resolve(JSON.parse(data));
-        } catch (err) {
-          reject(new Error(`GET ${path} answered invalid JSON (${err.message}): ${data.slice(0, 200)}`));
-        }
-      });
-    });
-    req.setTimeout(5000, () => req.destroy(new Error(`GET ${path} timed out after 5 s`)));
-    req.on('error', reject);
-  });
-}
 
 // stop: {duration: seconds} or {amount: requests}. onResponse, when given, sees every response.
 function run(stop, onResponse) {
@@ -64,49 +39,20 @@ function connectionClock(t0) {
   };
 }
 
-function emit(obj) {
-  process.stdout.write(JSON.stringify(obj) + '\n');
-}
+const counted = opts.amount !== undefined;
+let clock = null;
 
-// Commands arrive one per line on stdin; the harness sends each when it is ready.
-const commands = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-
-async function waitFor(word) {
-  const { value, done } = await commands.next();
-  if (done) throw new Error(`stdin closed before "${word}"`);
-  if (value.trim() !== word) throw new Error(`expected "${word}" on stdin, got ${JSON.stringify(value)}`);
-}
-
-async function main() {
-  // Loading autocannon takes a while; say so, so the harness can start us early.
-  emit({ event: 'loaded' });
-  await waitFor('warmup');
-  const warm = opts.warmup_s > 0 ? await run({ duration: opts.warmup_s }) : null;
+drive({
+  tool: 'autocannon',
+  base,
   // The whole warm-up result, so the harness can say what went wrong with it.
-  emit({ event: 'warmup', autocannon: warm });
-  await waitFor('go');
-  await getJson('/__elu/start');
-  const cpu0 = process.cpuUsage();
-  const counted = opts.amount !== undefined;
-  const t0 = process.hrtime.bigint();
-  emit({ event: 'window' });
-  const clock = counted ? connectionClock(performance.now()) : null;
-  const result = await run(counted ? { amount: opts.amount } : { duration: opts.duration_s }, clock?.onResponse);
-  const t1 = process.hrtime.bigint();
-  const cpu = process.cpuUsage(cpu0);
-  const elu = await getJson('/__elu/stop');
-  emit({
-    event: 'result',
-    autocannon: result,
-    elu,
-    window_s: Number(t1 - t0) / 1e9,
-    connection_finishes: clock ? clock.finishes() : null,
-    client_cpu_user_us: cpu.user,
-    client_cpu_system_us: cpu.system,
-  });
-}
-
-main().catch((err) => {
+  warmup: () => (opts.warmup_s > 0 ? run({ duration: opts.warmup_s }) : null),
+  window: () => {
+    clock = counted ? connectionClock(performance.now()) : null;
+    return run(counted ? { amount: opts.amount } : { duration: opts.duration_s }, clock?.onResponse);
+  },
+  report: (result) => ({ result, connection_finishes: clock ? clock.finishes() : null }),
+}).catch((err) => {
   process.stderr.write(`autocannon driver: ${err.message}\n`);
   process.exit(1);
 });

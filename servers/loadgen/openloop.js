@@ -45,7 +45,7 @@
 //                      Responses still wake the loop at once (it sleeps in epoll). For a client that
 //                      shares its CPU with the database: the CPU is free for it between sends.
 //   --nap-lead-ms D    with --nap, how long before a send the timer thread wakes the loop (default 0.15).
-//   --driver           speak the harness's protocol on stdin/stdout (see drive() below) and open
+//   --driver           speak the harness's protocol on stdin/stdout (./driver.js; driven() below) and open
 //                      and close the server's ELU window around the measured phase; a run that
 //                      falls behind is then reported as refused (latencies null), not exit 3.
 //   --lead-in L        seconds at the start of each phase whose requests are sent, answered and counted
@@ -77,9 +77,16 @@
 // Float64Array (8 bytes a request: 100k req/s for 60 s is 48 MB). node:perf_hooks'
 // createHistogram records integers with 3 significant figures, which would be fine for the
 // tails but adds a bucketing error at the 1 ms scale where the client is validated
-// (tests/benchmarks/openloop_validation.py checks a 1 ms p50 within 0.2 ms); exact values cost little here.
-const http = require('node:http');
+// (tests/test_openloop.py checks a 1 ms p50 within 0.2 ms); exact values cost little here.
+//
+// Its parts: this file (options, the scheduler: Loader.phase, and the result), openloop/schedule.js (when each
+// request is due), openloop/connections.js (the connection pool and its HTTP/1.1 reader), openloop/waker.js
+// (--nap's timer thread) and driver.js (the harness's protocol, shared with autocannon.js).
 const net = require('node:net');
+const { drive, write } = require('./driver.js');
+const { Connections } = require('./openloop/connections.js');
+const { makeSchedule } = require('./openloop/schedule.js');
+const { Waker } = require('./openloop/waker.js');
 
 const ignore = () => {};
 const { performance } = require('node:perf_hooks');
@@ -205,38 +212,6 @@ function isLoopback(hostname) {
   return false;
 }
 
-// mulberry32: a small, fast 32-bit PRNG; the same seed gives the same stream everywhere.
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return function next() {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-// The schedule: a function giving the next send offset (ms from the start) each call.
-function makeSchedule(arrivals, rate, seed) {
-  const intervalMs = 1000 / rate;
-  if (arrivals === 'constant') {
-    let i = 0;
-    return () => i++ * intervalMs; // i * interval, so no rounding error accumulates
-  }
-  const rand = mulberry32(seed);
-  let t = 0;
-  let first = true;
-  return () => {
-    if (first) {
-      first = false;
-      return 0;
-    }
-    t += -Math.log(1 - rand()) * intervalMs; // 1 - u is in (0, 1]: never log(0)
-    return t;
-  };
-}
-
 // A growable Float64Array of samples with exact nearest-rank percentiles.
 class Samples {
   constructor(capacity) {
@@ -281,7 +256,7 @@ function main() {
     process.stdout.write(`${JSON.stringify(out)}\n`);
     return;
   }
-  (opts.driver ? drive(opts) : standalone(opts)).catch((err) => die(EXIT_FATAL, `fatal: ${err.stack || err}`));
+  (opts.driver ? driven(opts) : standalone(opts)).catch((err) => die(EXIT_FATAL, `fatal: ${err.stack || err}`));
 }
 
 // Standalone: the warm-up's schedule, its answers awaited, then the window's; one result, or a refusal (exit 3).
@@ -295,79 +270,39 @@ async function standalone(opts) {
   process.exit(0);
 }
 
-const write = (line) => new Promise((resolve) => process.stdout.write(`${JSON.stringify(line)}\n`, resolve));
-
-// Driver (--driver), for the pipeline's harness, as servers/loadgen/autocannon.js does for autocannon: the
+// Driver (--driver), for the pipeline's harness: the protocol of ./driver.js, as autocannon.js speaks it. The
 // server's ELU window opens right before the window's first scheduled request and closes after its last answer.
-//   -> {"event":"loaded"}                         then waits for "warmup\n" on stdin
-//   -> {"event":"warmup", "openloop": {sent, completed, errors, unsent, refused}}   then waits for "go\n"
-//   -> {"event":"window"}                         the server's window is open
-//   -> {"event":"result", "openloop": <result>, "elu": <server window>, "window_s", "client_cpu_*_us"}
+//   warm-up line: "openloop": {sent, completed, errors, unsent, refused}; result line: "openloop": <result>
 // A window the client could not keep on schedule is reported as refused (result.refused says why, and its
 // latencies are null): the run's other figures stand, its latencies are never reported.
-async function drive(opts) {
-  const readline = require('node:readline');
-  const commands = readline.createInterface({ input: process.stdin })[Symbol.asyncIterator]();
-  const waitFor = async (word) => {
-    const { value, done } = await commands.next();
-    if (done) throw new Error(`stdin closed before "${word}"`);
-    if (value.trim() !== word) throw new Error(`expected "${word}" on stdin, got ${JSON.stringify(value)}`);
-  };
+async function driven(opts) {
   const loader = new Loader(opts);
-  await write({ event: 'loaded' });
-  await waitFor('warmup');
-  const warm = opts.warmup > 0 ? await loader.phase(opts.warmup * 1000, false) : null;
-  await write({
-    event: 'warmup',
-    openloop: warm && { sent: warm.sent, completed: warm.completed, errors: warm.errors, unsent: warm.unsent, refused: warm.refused },
-  });
-  // Between warm-up and window the harness settles its query counter: keep this CPU busy meanwhile (the
-  // default mode never lets it idle), so that the window does not start on a CPU waking up.
-  let waiting = !opts.sleep && !opts.nap;
-  const spin = () => {
-    if (waiting) setImmediate(spin);
-  };
-  spin();
-  await waitFor('go');
-  waiting = false;
-  await getJson(opts.parsedUrl, '/__elu/start');
-  const cpu0 = process.cpuUsage();
-  const t0 = process.hrtime.bigint();
-  await write({ event: 'window' });
-  const win = await loader.phase(opts.duration * 1000, true);
-  const t1 = process.hrtime.bigint();
-  const cpu = process.cpuUsage(cpu0);
-  const elu = await getJson(opts.parsedUrl, '/__elu/stop');
-  loader.close();
-  await write({
-    event: 'result',
-    openloop: result(opts, loader, win),
-    elu,
-    window_s: Number(t1 - t0) / 1e9,
-    client_cpu_user_us: cpu.user,
-    client_cpu_system_us: cpu.system,
+  await drive({
+    tool: 'openloop',
+    base: opts.parsedUrl,
+    warmup: async () => {
+      const warm = opts.warmup > 0 ? await loader.phase(opts.warmup * 1000, false) : null;
+      return warm && { sent: warm.sent, completed: warm.completed, errors: warm.errors, unsent: warm.unsent, refused: warm.refused };
+    },
+    // Between warm-up and window the harness settles its query counter: keep this CPU busy meanwhile (the
+    // default mode never lets it idle), so that the window does not start on a CPU waking up.
+    idle: () => {
+      let waiting = !opts.sleep && !opts.nap;
+      const spin = () => {
+        if (waiting) setImmediate(spin);
+      };
+      spin();
+      return () => {
+        waiting = false;
+      };
+    },
+    window: () => loader.phase(opts.duration * 1000, true),
+    report: (win) => {
+      loader.close();
+      return { result: result(opts, loader, win) };
+    },
   });
   process.exit(0);
-}
-
-function getJson(base, path) {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: base.hostname, port: base.port, path, agent: false }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk) => (data += chunk));
-      res.on('end', () => {
-        if (res.statusCode !== 200) return reject(new Error(`GET ${path} answered ${res.statusCode}: ${data}`));
-        try {
-          resolve(JSON.parse(data));
-        } catch (err) {
-          reject(new Error(`GET ${path} answered invalid JSON (${err.message}): ${data.slice(0, 200)}`));
-        }
-      });
-    });
-    req.setTimeout(5000, () => req.destroy(new Error(`GET ${path} timed out after 5 s`)));
-    req.on('error', reject);
-  });
 }
 
 function result(opts, loader, win) {
@@ -442,216 +377,6 @@ function clientEffect(opts, ph) {
   return null;
 }
 
-// HTTP/1.1 keep-alive on raw sockets (node:net), one request at a time per connection. node:http's client
-// allocates a request and a response object, their headers and their streams for every request; on one CPU it
-// topped out near 15,000 req/s and its garbage collections made its own sends 1-2 ms late at p99 even at
-// 3,000 req/s. This writes one prebuilt request and reads the status, the length (Content-Length, or a chunked
-// body) and nothing else.
-const CRLF = Buffer.from('\r\n');
-const CRLFCRLF = Buffer.from('\r\n\r\n');
-
-// A complete response at the start of buf: {end, status, close}, null when more bytes are needed; throws on
-// what is not an HTTP/1.1 response.
-function parseResponse(buf) {
-  const headEnd = buf.indexOf(CRLFCRLF);
-  if (headEnd < 0) return null;
-  if (buf.toString('latin1', 0, 5) !== 'HTTP/') throw new Error(`not an HTTP response: ${JSON.stringify(buf.toString('latin1', 0, 40))}`);
-  const status = (buf[9] - 48) * 100 + (buf[10] - 48) * 10 + (buf[11] - 48);
-  const head = buf.toString('latin1', 0, headEnd).toLowerCase();
-  const bodyStart = headEnd + 4;
-  const close = head.includes('\r\nconnection: close');
-  const cl = head.indexOf('\r\ncontent-length:');
-  if (cl >= 0) {
-    const lineEnd = head.indexOf('\r\n', cl + 2);
-    const length = parseInt(head.slice(cl + 17, lineEnd < 0 ? head.length : lineEnd), 10);
-    if (!(length >= 0)) throw new Error('a response with an unreadable content-length');
-    const end = bodyStart + length;
-    return end <= buf.length ? { end, status, close } : null;
-  }
-  if (head.includes('\r\ntransfer-encoding: chunked')) {
-    let pos = bodyStart;
-    for (;;) {
-      const lineEnd = buf.indexOf(CRLF, pos);
-      if (lineEnd < 0) return null;
-      const size = parseInt(buf.toString('latin1', pos, lineEnd), 16);
-      if (!(size >= 0)) throw new Error('a chunked response with an unreadable chunk size');
-      if (size === 0) {
-        const end = lineEnd + 4; // no trailers: the size line, then an empty line
-        return end <= buf.length ? { end, status, close } : null;
-      }
-      pos = lineEnd + 2 + size + 2;
-      if (pos > buf.length) return null;
-    }
-  }
-  if (status === 204 || status === 304 || (status >= 100 && status < 200)) return { end: bodyStart, status, close };
-  throw new Error('a response with neither content-length nor a chunked body (reading to the close is not supported)');
-}
-
-class Connections {
-  // onAnswer(scheduledAbs, dispatchedAbs, status, now, length) for each response; onFail() for each request lost.
-  constructor(host, port, path, max) {
-    this.host = host;
-    this.port = port;
-    this.max = max;
-    // What node:http's client sends with a keep-alive agent (the harness sizes the answer from the same bytes).
-    this.request = Buffer.from(`GET ${path} HTTP/1.1\r\nHost: ${host.includes(':') ? `[${host}]` : host}:${port}\r\nConnection: keep-alive\r\n\r\n`, 'latin1');
-    this.idle = []; // a stack: the most recently used first, so idle ones stay idle and few stay busy
-    this.all = new Set();
-    this.opened = 0;
-    this.onAnswer = null;
-    this.onFail = null;
-  }
-
-  open() {
-    const sock = net.connect({ host: this.host, port: this.port });
-    sock.setNoDelay(true);
-    const c = { sock, scheduled: -1, dispatched: -1, buf: null, used: false, dead: false };
-    this.all.add(c);
-    this.opened++;
-    sock.on('data', (chunk) => this.data(c, chunk));
-    const gone = () => this.gone(c);
-    sock.on('error', gone);
-    sock.on('close', gone);
-    return c;
-  }
-
-  // Send the request due at scheduledAbs on an idle connection, or a new one (the caller keeps at most max busy).
-  send(scheduledAbs, dispatchedAbs) {
-    let c = this.idle.pop();
-    while (c !== undefined && c.dead) c = this.idle.pop();
-    if (c === undefined) c = this.open();
-    c.scheduled = scheduledAbs;
-    c.dispatched = dispatchedAbs;
-    c.sock.write(this.request);
-  }
-
-  data(c, chunk) {
-    c.buf = c.buf === null ? chunk : Buffer.concat([c.buf, chunk]);
-    let res;
-    try {
-      res = parseResponse(c.buf);
-    } catch (err) {
-      process.stderr.write(`openloop: ${err.message}\n`);
-      c.sock.destroy();
-      return;
-    }
-    if (res === null) return;
-    const now = performance.now();
-    const scheduled = c.scheduled;
-    if (scheduled < 0 || res.end !== c.buf.length) {
-      process.stderr.write('openloop: the server sent bytes no request asked for\n');
-      c.sock.destroy();
-      return;
-    }
-    c.buf = null;
-    c.scheduled = -1;
-    c.used = true;
-    if (res.close) {
-      c.dead = true;
-      c.sock.end();
-    } else this.idle.push(c);
-    this.onAnswer(scheduled, c.dispatched, res.status, now, res.end);
-  }
-
-  gone(c) {
-    if (c.dead && !this.all.has(c)) return;
-    c.dead = true;
-    this.all.delete(c);
-    c.sock.destroy();
-    const scheduled = c.scheduled;
-    c.scheduled = -1;
-    if (scheduled < 0) return;
-    // A reused connection the server closed as the request went out (its keep-alive timeout): send it again on
-    // a new one, once, still timed from its schedule. Anything else is a lost request.
-    if (c.used && c.buf === null) {
-      const fresh = this.open();
-      fresh.used = false;
-      fresh.scheduled = scheduled;
-      fresh.dispatched = c.dispatched;
-      fresh.sock.write(this.request);
-      return;
-    }
-    this.onFail(scheduled);
-  }
-
-  close() {
-    for (const c of this.all) {
-      c.dead = true;
-      c.sock.destroy();
-    }
-    this.all.clear();
-    this.idle = [];
-  }
-}
-
-// --nap's timer thread. libuv's timers have millisecond resolution, so the loop cannot sleep for the 0.3-1 ms
-// between sends at 1,000-3,000 req/s with setTimeout. A worker thread sleeps instead, in Atomics.wait (a futex
-// with a nanosecond timeout), and wakes the loop with a message (libuv's async handle: an eventfd its epoll
-// watches, as it watches the sockets). One wake-up is armed at a time; arming again replaces it.
-const WAKER_THREAD = `
-const { workerData, parentPort } = require('node:worker_threads');
-const seq = new Int32Array(workerData, 0, 1); // bumped at each arming; -1: stop
-const at = new BigInt64Array(workerData, 8, 1); // when to wake the loop (process.hrtime.bigint ns)
-let seen = 0;
-for (;;) {
-  Atomics.wait(seq, 0, seen);
-  seen = Atomics.load(seq, 0);
-  if (seen < 0) break;
-  for (;;) {
-    const left = Number(Atomics.load(at, 0) - process.hrtime.bigint()) / 1e6;
-    if (left <= 0) {
-      parentPort.postMessage(seen);
-      break;
-    }
-    if (Atomics.wait(seq, 0, seen, left) !== 'timed-out') {
-      seen = Atomics.load(seq, 0); // armed again (or stopped) meanwhile: wait for the new time
-      if (seen < 0) process.exit(0);
-    }
-  }
-}
-`;
-
-class Waker {
-  constructor() {
-    const { Worker } = require('node:worker_threads');
-    const shared = new SharedArrayBuffer(16);
-    this.seq = new Int32Array(shared, 0, 1);
-    this.at = new BigInt64Array(shared, 8, 1);
-    this.onWake = ignore;
-    this.thread = new Worker(WAKER_THREAD, { eval: true, workerData: shared });
-    // Only the wake-up of the latest arming runs the scheduler; an earlier one (armed, then replaced) is stale.
-    this.thread.on('message', (armed) => {
-      if (armed !== Atomics.load(this.seq, 0)) return;
-      const fn = this.onWake;
-      this.onWake = ignore;
-      this.thread.unref();
-      fn();
-    });
-    this.thread.on('error', (err) => die(EXIT_FATAL, `the --nap timer thread failed: ${err.stack || err}`));
-    this.thread.unref();
-  }
-
-  // Call fn once, in ms milliseconds (fractional), unless armed again or disarmed first.
-  arm(ms, fn) {
-    this.onWake = fn;
-    Atomics.store(this.at, 0, process.hrtime.bigint() + BigInt(Math.round(ms * 1e6)));
-    Atomics.add(this.seq, 0, 1);
-    Atomics.notify(this.seq, 0);
-    this.thread.ref(); // an armed wake-up keeps the process alive, as a timer would
-  }
-
-  disarm() {
-    this.onWake = ignore;
-    this.thread.unref();
-  }
-
-  close() {
-    this.disarm();
-    Atomics.store(this.seq, 0, -1);
-    Atomics.notify(this.seq, 0);
-  }
-}
-
 // The connections and the schedule's machinery, kept across phases (the warm-up's connections, and the
 // client's JIT, serve the window). One phase at a time.
 class Loader {
@@ -664,7 +389,7 @@ class Loader {
     this.pending = [];
     this.pendingHead = 0;
     this.inFlight = 0;
-    this.waker = opts.nap ? new Waker() : null;
+    this.waker = opts.nap ? new Waker((err) => die(EXIT_FATAL, `the --nap timer thread failed: ${err.stack || err}`)) : null;
   }
 
   get connectionsOpened() {

@@ -1,9 +1,10 @@
-"""The load generators a cell can use (autocannon, wrk, ab) behind one interface.
+"""The load generators a cell can use (autocannon, wrk, ab, the open loop) behind one interface.
 
 Every client warms up, then runs inside the server's ELU window and returns the same
 fields (nodebench.harness.parsers), its own CPU over the run, how long the run took, and
 the two host snapshots its caller's `sample` took at the window's ends.
-autocannon runs in a Node driver that opens and closes the window itself; wrk and ab
+autocannon and the open loop run in a Node driver that opens and closes the window itself (Driver: the
+protocol of servers/loadgen/driver.js); wrk and ab
 are separate programs, so this module opens the window right before starting them and
 closes it right after they exit, and reads their CPU from the kernel (wait4 rusage).
 """
@@ -104,33 +105,30 @@ class Target:
         return head.encode() + (self.body or b"")
 
 
-class Autocannon:
-    """autocannon in servers/loadgen/autocannon.js; the driver opens and closes the ELU window itself."""
+class Driver:
+    """A load generator written in Node.js that speaks the harness's driver protocol (servers/loadgen/driver.js):
+    it opens and closes the server's ELU window itself, around its own run, and reports its own CPU over it.
+    A subclass gives its command line (argv, after the node binary and its file), how long its warm-up may take
+    (warmup_timeout), and its `parse` hook: the result line's fields for the run record. Adding such a client is
+    its JavaScript file, a subclass here and its catalogue entry (nodebench.catalogue.clients)."""
 
-    name = "autocannon"
+    name = ""
     threads = 1
+    #: Seconds beyond the warm-up's own length to wait for its summary.
+    warmup_margin_s = 30.0
 
-    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, stack):
-        self.target, self.stop = target, stop
-        args = {"url": target.url, "connections": target.connections, "warmup_s": warmup_s, "method": target.method}
-        if target.body is not None:
-            args |= {"body": target.body.decode(), "headers": {"content-type": "application/json"}}
-        args |= {"duration_s": stop.value} if stop.rule == "duration" else {"amount": int(stop.value)}
-        err_path = target.scratch / "driver.err"
-        # Node loads autocannon on any of the job's CPUs, beside the booting server; pin() moves
-        # every thread of it onto the client's CPUs before the warm-up.
+    def __init__(self, target: Target, node: str, driver: Path, argv: list[str], warmup_s: float, stack):
+        self.target, self.warmup_s = target, warmup_s
+        err_path = target.scratch / f"{self.name}.err"
+        # Node loads the driver on any of the job's CPUs, beside the booting server; pin() moves every thread of
+        # it onto the client's CPUs before the warm-up.
         with open(err_path, "wb") as err:
             self.proc = procs.spawn(
-                [node, str(driver), json.dumps(args)],
-                cwd=driver.parent,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=err,
-                bufsize=0,
-            )
+                [node, str(driver), *argv], cwd=driver.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=err, bufsize=0,
+            )  # fmt: skip
         stack.callback(procs.stop, self.proc)
-        self.lines = LineReader(self.proc, "the autocannon driver", err_path)
-        self.warmup_s = warmup_s
+        self.lines = LineReader(self.proc, f"the {self.name} driver", err_path)
 
     def request_head(self) -> bytes:
         return self.target.http11_request()
@@ -144,98 +142,14 @@ class Autocannon:
             self.proc.stdin.flush()
         except BrokenPipeError:
             raise RunError(
-                f"the autocannon driver exited with status {self.proc.wait()}: {tail(self.lines.stderr_path)}"
+                f"the {self.name} driver exited with status {self.proc.wait()}: {tail(self.lines.stderr_path)}"
             ) from None
 
     def warmup(self) -> dict | None:
         self.lines.read(30, "readiness")
         self._send(b"warmup\n")
-        out = self.lines.read(self.warmup_s + 30, "warm-up summary")
-        return parse_autocannon(out["autocannon"]) if out["autocannon"] else None
-
-    def measure(self, timeout: float, sample=lambda: None) -> dict:
-        self._send(b"go\n")
-        self.lines.read(30, "window opening")
-        first = sample()
-        out = self.lines.read(timeout, "result")
-        last = sample()
-        finish = out.get("connection_finishes") or None
-        return {
-            "load": parse_autocannon(out["autocannon"]),
-            "samples": int(out["autocannon"].get("samples", 0)) or None,
-            "elu": out["elu"],
-            "window_s": out["window_s"],
-            "client_cpu_user_us": out["client_cpu_user_us"],
-            "client_cpu_system_us": out["client_cpu_system_us"],
-            "first_connection_done_s": finish[0]["s"] if finish else None,
-            "responses_at_first_done": finish[0]["responses"] if finish else None,
-            "last_response_s": finish[-1]["s"] if finish else None,
-            "host": (first, last),
-        }
-
-
-#: The open loop's arrival schedules (servers/loadgen/openloop.js --arrivals): Poisson (exponential gaps, seeded)
-#: by default, as requests from many independent users arrive; constant (one every 1/rate s) as an option.
-ARRIVALS = ("poisson", "constant")
-
-
-class OpenLoop:
-    """servers/loadgen/openloop.js --driver: a fixed rate on a schedule; the driver opens and closes the ELU window
-    itself, as autocannon's does. A window the client could not keep on schedule comes back refused (its
-    latencies null, `openloop_refused` saying why): the run's other figures stand, its latencies are not reported.
-    nap: sleep between sends (--nap) instead of spinning, so that a database on the client's CPUs has them."""
-
-    name = "openloop"
-    threads = 1
-
-    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, rate: float, stack,
-                 arrivals: tuple[str, int] = ("constant", 1), nap: bool = False):  # fmt: skip
-        if arrivals[0] not in ARRIVALS:
-            raise RunError(f"open-loop arrivals must be one of {', '.join(ARRIVALS)}, not {arrivals[0]!r}")
-        if target.method != "GET" or target.body is not None:
-            raise RunError(f"the open-loop client sends GET requests only, not {target.method} {target.path}")
-        if not rate or rate <= 0:
-            raise RunError(f"the open-loop client needs a rate above 0 req/s, got {rate!r}")
-        self.target, self.stop, self.rate = target, stop, rate
-        args = [
-            "--driver", "--url", target.url, "--rate", f"{rate:.3f}", "--duration", f"{stop.value:g}",
-            "--warmup", f"{warmup_s:g}", "--connections", str(target.connections),
-            "--max-lag-p99-ms", "0", "--max-client-effect", f"{OPENLOOP_MAX_CLIENT_EFFECT:g}",
-            "--lead-in", f"{min(OPENLOOP_LEAD_IN_S, stop.value / 5):g}",
-            "--arrivals", arrivals[0], "--seed", str(arrivals[1]), *(["--nap"] if nap else []),
-        ]  # fmt: skip
-        err_path = target.scratch / "openloop.err"
-        with open(err_path, "wb") as err:
-            self.proc = procs.spawn(
-                [node, str(driver), *args], cwd=driver.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=err, bufsize=0,
-            )  # fmt: skip
-        stack.callback(procs.stop, self.proc)
-        self.lines = LineReader(self.proc, "the open-loop client", err_path)
-        self.warmup_s = warmup_s
-
-    def request_head(self) -> bytes:
-        # What node:http's client sends with a keep-alive agent.
-        t = self.target
-        return f"GET {t.path} HTTP/1.1\r\nHost: {t.host}:{t.port}\r\nConnection: keep-alive\r\n\r\n".encode()
-
-    pin = Autocannon.pin
-    _send = Autocannon._send
-
-    def warmup(self) -> dict | None:
-        self.lines.read(30, "readiness")
-        self._send(b"warmup\n")
-        out = self.lines.read(self.warmup_s + 60, "warm-up summary")
-        warm = out["openloop"]
-        if not warm:
-            return None
-        if warm["errors"]:
-            raise RunError(
-                f"the open-loop client lost {warm['errors']} of its warm-up's {warm['sent']} requests at "
-                f"{self.rate:,.0f} req/s ({warm['refused'] or 'it kept its schedule'}): {tail(self.lines.stderr_path)}"
-            )
-        return {"requests": warm["completed"], "errors": warm["errors"], "timeouts": 0, "non2xx": 0,
-                "mismatches": 0}  # fmt: skip
+        out = self.lines.read(self.warmup_s + self.warmup_margin_s, "warm-up summary")
+        return self.parse_warmup(out[self.name]) if out[self.name] else None
 
     def measure(self, timeout: float, sample=lambda: None) -> dict:
         self._send(b"go\n")
@@ -244,7 +158,7 @@ class OpenLoop:
         out = self.lines.read(timeout, "result")
         last = sample()
         return {
-            "load": parse_openloop(out["openloop"]),
+            "load": self.parse(out[self.name]),
             "samples": None,
             "elu": out["elu"],
             "window_s": out["window_s"],
@@ -254,7 +168,96 @@ class OpenLoop:
             "responses_at_first_done": None,
             "last_response_s": None,
             "host": (first, last),
+            **self.extra(out),
         }
+
+    def parse(self, result: dict) -> dict:
+        """The run record's load fields from the tool's result (nodebench.harness.parsers)."""
+        raise NotImplementedError
+
+    def parse_warmup(self, warm: dict) -> dict:
+        """The warm-up's counts, as parse() gives a run's (raise RunError where the warm-up went wrong)."""
+        return self.parse(warm)
+
+    def extra(self, out: dict) -> dict:
+        """Fields of the result line beyond the protocol's own (a fixed count's connection finishes)."""
+        return {}
+
+
+class Autocannon(Driver):
+    """autocannon in servers/loadgen/autocannon.js."""
+
+    name = "autocannon"
+
+    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, stack):
+        self.stop = stop
+        args = {"url": target.url, "connections": target.connections, "warmup_s": warmup_s, "method": target.method}
+        if target.body is not None:
+            args |= {"body": target.body.decode(), "headers": {"content-type": "application/json"}}
+        args |= {"duration_s": stop.value} if stop.rule == "duration" else {"amount": int(stop.value)}
+        super().__init__(target, node, driver, [json.dumps(args)], warmup_s, stack)
+
+    def parse(self, result: dict) -> dict:
+        return parse_autocannon(result)
+
+    def extra(self, out: dict) -> dict:
+        finish = out.get("connection_finishes") or None
+        return {
+            "samples": int(out["autocannon"].get("samples", 0)) or None,
+            "first_connection_done_s": finish[0]["s"] if finish else None,
+            "responses_at_first_done": finish[0]["responses"] if finish else None,
+            "last_response_s": finish[-1]["s"] if finish else None,
+        }
+
+
+#: The open loop's arrival schedules (servers/loadgen/openloop.js --arrivals): Poisson (exponential gaps, seeded)
+#: by default, as requests from many independent users arrive; constant (one every 1/rate s) as an option.
+ARRIVALS = ("poisson", "constant")
+
+
+class OpenLoop(Driver):
+    """servers/loadgen/openloop.js --driver: a fixed rate on a schedule. A window the client could not keep on
+    schedule comes back refused (its latencies null, `openloop_refused` saying why): the run's other figures
+    stand, its latencies are not reported. nap: sleep between sends (--nap) instead of spinning, so that a
+    database on the client's CPUs has them."""
+
+    name = "openloop"
+    warmup_margin_s = 60.0
+
+    def __init__(self, target: Target, node: str, driver: Path, stop: Stop, warmup_s: float, rate: float, stack,
+                 arrivals: tuple[str, int] = ("constant", 1), nap: bool = False):  # fmt: skip
+        if arrivals[0] not in ARRIVALS:
+            raise RunError(f"open-loop arrivals must be one of {', '.join(ARRIVALS)}, not {arrivals[0]!r}")
+        if target.method != "GET" or target.body is not None:
+            raise RunError(f"the open-loop client sends GET requests only, not {target.method} {target.path}")
+        if not rate or rate <= 0:
+            raise RunError(f"the open-loop client needs a rate above 0 req/s, got {rate!r}")
+        self.stop, self.rate = stop, rate
+        args = [
+            "--driver", "--url", target.url, "--rate", f"{rate:.3f}", "--duration", f"{stop.value:g}",
+            "--warmup", f"{warmup_s:g}", "--connections", str(target.connections),
+            "--max-lag-p99-ms", "0", "--max-client-effect", f"{OPENLOOP_MAX_CLIENT_EFFECT:g}",
+            "--lead-in", f"{min(OPENLOOP_LEAD_IN_S, stop.value / 5):g}",
+            "--arrivals", arrivals[0], "--seed", str(arrivals[1]), *(["--nap"] if nap else []),
+        ]  # fmt: skip
+        super().__init__(target, node, driver, args, warmup_s, stack)
+
+    def request_head(self) -> bytes:
+        # What node:http's client sends with a keep-alive agent.
+        t = self.target
+        return f"GET {t.path} HTTP/1.1\r\nHost: {t.host}:{t.port}\r\nConnection: keep-alive\r\n\r\n".encode()
+
+    def parse(self, result: dict) -> dict:
+        return parse_openloop(result)
+
+    def parse_warmup(self, warm: dict) -> dict:
+        if warm["errors"]:
+            raise RunError(
+                f"the open-loop client lost {warm['errors']} of its warm-up's {warm['sent']} requests at "
+                f"{self.rate:,.0f} req/s ({warm['refused'] or 'it kept its schedule'}): {tail(self.lines.stderr_path)}"
+            )
+        return {"requests": warm["completed"], "errors": warm["errors"], "timeouts": 0, "non2xx": 0,
+                "mismatches": 0}  # fmt: skip
 
 
 class _Program:

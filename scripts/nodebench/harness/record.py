@@ -107,10 +107,16 @@ def client_version(name: str, lockfile: Path) -> str:
     from nodebench.catalogue.clients import CLIENTS
 
     if CLIENTS[name].open_loop:
-        # The project's own client: its version is its file's content.
+        # The project's own client: its version is its files' content (its file and those it requires).
         import hashlib
 
-        return "sha256:" + hashlib.sha256(Path(CLIENTS[name].files[0]).read_bytes()).hexdigest()[:12]
+        from nodebench.codegraph import js_files
+
+        main = CLIENTS[name].files[0]
+        digest = hashlib.sha256()
+        for path in (main, *js_files(main)):
+            digest.update(Path(path).read_bytes())
+        return "sha256:" + digest.hexdigest()[:12]
     from nodebench.harness.loadgen import program_version
 
     return program_version(name)

@@ -80,7 +80,7 @@ def test_a_missing_wrk_fails_at_once_with_the_install_line(tmp_path: Path):
 
 
 def test_the_servers_listen_with_the_backlog_the_harness_names():
-    contract = (REPO / "servers/contract.js").read_text()
+    contract = (REPO / "servers/contract/serve.js").read_text()
     assert int(re.search(r"const LISTEN_BACKLOG = (\d+);", contract)[1]) == verify.LISTEN_BACKLOG
     assert "backlog: c.LISTEN_BACKLOG" in (REPO / "servers/frameworks/fastify.js").read_text()
 

@@ -304,7 +304,7 @@ def server_idle_count(
     while True:
         sample = get_json(port, "/__elu/sample")
         if "db_busy" not in sample:
-            raise RunError("the server's /__elu/sample has no db_busy (see makeProbe in servers/contract.js)")
+            raise RunError("the server's /__elu/sample has no db_busy (see makeProbe in servers/contract/probe.js)")
         in_flight = sample.get("in_flight") or 0  # None: no hook, nothing counts requests
         if in_flight == 0 and sample["db_busy"] == 0:
             return settled_count(admin, steady_reads=1, interval=0.01)
@@ -317,7 +317,7 @@ def server_idle_count(
         time.sleep(interval)
 
 
-#: The backlog every server listens with (servers/contract.js LISTEN_BACKLOG); the kernel caps it.
+#: The backlog every server listens with (servers/contract/serve.js LISTEN_BACKLOG); the kernel caps it.
 LISTEN_BACKLOG = 4096
 
 

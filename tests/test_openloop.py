@@ -258,7 +258,7 @@ def test_nap_frees_its_cpu_between_sends(servers):
     """--nap (what the pipeline's openloop does beside the database it shares a CPU with): the same schedule kept,
     every request answered, each latency still counted from its scheduled time, and the client's CPU free between
     sends. At 1,000 req/s a spinning client keeps its CPU busy (0.98-0.99 of it here, 2026-12-06); napping it used
-    0.23-0.32 (docs/openloop.md#waiting-between-sends). CPU time is what this checks, not a latency: a busy machine
+    0.22-0.25 (docs/openloop.md#waiting-between-sends). CPU time is what this checks, not a latency: a busy machine
     can only take CPU away from the client, never add to what it uses."""
     import resource
 

@@ -1,9 +1,9 @@
 'use strict';
 // The database pool every server uses (../contract.js), and how many of its queries are still at the database.
 const { Pool } = require('pg');
+const { HOST } = require('./serve.js');
 
 const POOL_SIZE = Number(process.env.NODEBENCH_POOL_SIZE || 10);
-const HOST = '127.0.0.1';
 
 // Every pool this server made, so /__elu/sample can say how many queries are still at the database.
 const pools = [];

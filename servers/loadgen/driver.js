@@ -9,7 +9,7 @@
 //   -> {"event":"result", <tool>: <its result>, "elu": <the server's window>, "window_s",
 //       "client_cpu_user_us", "client_cpu_system_us", ...what the tool adds}
 // scripts/nodebench/harness/loadgen.py's Driver reads it. A client written in Node.js supplies its warm-up, its
-// window and its result to drive(); docs/architecture.md says what else adding a client takes.
+// window and its result to drive(); docs/extending.md says what else adding a client takes.
 const http = require('node:http');
 const readline = require('node:readline');
 

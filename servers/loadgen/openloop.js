@@ -39,11 +39,12 @@
 //                      3 ms apart, instead of spinning its CPU at 100% for the whole run (the
 //                      default). Cheaper, but on a virtual machine a response that arrives
 //                      while the CPU sleeps pays its wake-up (about 0.3 ms here) in its latency.
-//   --nap              sleep between sends whatever their gap, woken NAP_LEAD_MS before each by a
+//   --nap              sleep between sends whatever their gap, woken --nap-lead-ms before each by a
 //                      timer thread (Atomics.wait: a futex, whose timeout is not rounded to the
-//                      millisecond as libuv's timers are) and spinning only that last stretch.
-//                      Responses still wake the loop at once (it sleeps in epoll). For a client that
-//                      shares its CPU with the database: the CPU is free for it between sends.
+//                      millisecond as libuv's timers are), and busy (setImmediate turns that poll I/O)
+//                      only that last stretch. Responses still wake the loop at once (it sleeps in
+//                      epoll). For a client that shares its CPU with the database: the CPU is free
+//                      for it between sends.
 //   --nap-lead-ms D    with --nap, how long before a send the timer thread wakes the loop (default 0.15).
 //   --driver           speak the harness's protocol on stdin/stdout (./driver.js; driven() below) and open
 //                      and close the server's ELU window around the measured phase; a run that
@@ -98,11 +99,11 @@ const ABORT_BEHIND_MS = 1000;
 const MAX_BATCH = 2000; // dispatches per scheduler turn, so timers and I/O still run when behind
 const SPIN_MS = 0.02; // a send due this soon is spun to, not yielded for
 const IDLE_SPIN_MS = 0.02; // after a turn with no I/O, spin this long before the next
-// --nap: the timer thread wakes the loop this long before a send, and the loop spins the rest. A futex's
+// --nap: the timer thread wakes the loop this long before a send, and the loop turns (polling I/O) for the rest. A futex's
 // timeout fired 0.10 ms late at p50 and 0.15-0.19 ms at p99 here (idle CPU, 2026-12-06: the kernel's 50 us
 // timer slack and the virtual CPU's wake-up). Against a 1 ms server at 1,000-5,000 req/s (2026-12-06), leads of
-// 0.25 / 0.15 / 0.08 / 0 ms kept the schedule lag's p50 at 0.001 / 0.001-0.002 / 0.04-0.06 / 0.12-0.17 ms, for
-// 0.32-0.78 / 0.26-0.62 / 0.23-0.53 / 0.24-0.50 of a CPU (spinning: 0.98-0.99).
+// 0.25 / 0.15 / 0.08 / 0 ms kept the schedule lag's p50 at 0.001 / 0.001-0.002 / 0.03-0.07 / 0.13-0.16 ms, for
+// 0.31-0.76 / 0.25-0.60 / 0.24-0.52 / 0.24-0.49 of a CPU (spinning: 0.98-0.99).
 const NAP_LEAD_MS = 0.15; // the default of --nap-lead-ms
 
 function die(code, message) {
@@ -573,7 +574,7 @@ class Loader {
           if (n >= MAX_BATCH) break; // behind: let timers and I/O run before the next batch
           now = performance.now();
           const wait = t0 + nextOffset - now;
-          if (wait > (opts.nap ? opts.napLeadMs : SPIN_MS)) break;
+          if (wait > SPIN_MS) break;
           // The next send is due within SPIN_MS: spin to it rather than yield. The spin compares
           // process.hrtime.bigint() values: a loop on performance.now() allocates a heap number a
           // call (25 million a second; V8 then scavenged every few ms), this does not.
@@ -604,8 +605,9 @@ class Loader {
         // responses to read) makes them late: the lag measures the client's own saturation too.
         // With --sleep it sleeps with setTimeout until 2 ms before a send more than 3 ms away
         // (setTimeout fires up to 1-2 ms late: libuv's timers have millisecond resolution).
-        // With --nap it sleeps in epoll (a response wakes it) until the timer thread wakes it NAP_LEAD_MS
-        // before the next send.
+        // With --nap it sleeps in epoll (a response wakes it) until the timer thread wakes it --nap-lead-ms
+        // before the next send; the lead itself is setImmediate turns as above, each polling I/O, so that no
+        // answer waits unread while a send is spun to (only the last SPIN_MS is spun, in both modes).
         if (opts.nap && wait > opts.napLeadMs) this.waker.arm(wait - opts.napLeadMs, tick);
         else if (opts.sleep && wait > 3) setTimeout(tick, wait - 2);
         else setImmediate(tick);

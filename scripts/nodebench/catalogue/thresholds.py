@@ -62,3 +62,11 @@ OPENLOOP_MAX_CLIENT_EFFECT = 0.1
 #: that answers at once too), which showed as 20-180 ms of latency at 26,000 req/s: an artifact of the protocol,
 #: not of the server. wrk2 leaves its first 10 s out of its latencies for the same reason.
 OPENLOOP_LEAD_IN_S = 1.0
+#: The highest rate, req/s, at which the open-loop client naps between sends where it shares its CPUs with the
+#: database its workload queries (servers/loadgen/openloop.js --nap); above it, it spins as before. Measured
+#: through the pipeline, napping against spinning paired by round (tests/benchmarks/client_wait.py, 2026-12-06, 3
+#: rounds): at 1,240-3,180 req/s it took 0.37-0.61x the CPU and left the server's cost per request and
+#: PostgreSQL's CPU within the comparison's own A/A spread (0.89-1.06x); at 4,370-5,250 req/s (Fastify at 90 % of
+#: its point-lookup capacity, the client's CPU shared and saturated) the gaps are near its 0.15 ms lead, it saved
+#: little (0.87x) and its wake-ups made the latency p50 2.0-5.4x worse in all three rounds.
+OPENLOOP_NAP_MAX_RATE = 3000

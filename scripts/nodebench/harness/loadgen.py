@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from nodebench.catalogue.clients import CLIENTS, Stop, parse_version, problems
-from nodebench.catalogue.thresholds import OPENLOOP_LEAD_IN_S, OPENLOOP_MAX_CLIENT_EFFECT
+from nodebench.catalogue.thresholds import OPENLOOP_LEAD_IN_S, OPENLOOP_MAX_CLIENT_EFFECT, OPENLOOP_NAP_MAX_RATE
 from nodebench.harness import procs
 from nodebench.harness.errors import RunError
 from nodebench.harness.parsers import parse_ab, parse_autocannon, parse_openloop, parse_wrk
@@ -109,7 +109,7 @@ class Driver:
     """A load generator written in Node.js that speaks the harness's driver protocol (servers/loadgen/driver.js):
     it opens and closes the server's ELU window itself, around its own run, and reports its own CPU over it.
     A subclass gives its command line (argv, after the node binary and its file), how long its warm-up may take
-    (warmup_timeout), and its `parse` hook: the result line's fields for the run record. Adding such a client is
+    (warmup_margin_s), and its `parse` hook: the result line's fields for the run record. Adding such a client is
     its JavaScript file, a subclass here and its catalogue entry (nodebench.catalogue.clients)."""
 
     name = ""
@@ -404,8 +404,8 @@ def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, f
          beside_database: bool = False):  # fmt: skip
     """The client for one run (file: its file in the catalogue; rate: an open loop's, req/s; arrivals: an open
     loop's schedule, constant or poisson, and its seed; beside_database: the client's CPUs hold the database the
-    workload queries, where `openloop` naps between sends instead of spinning); a rule it cannot do fails before
-    anything starts."""
+    workload queries, where `openloop` naps between sends instead of spinning, up to OPENLOOP_NAP_MAX_RATE); a rule
+    it cannot do fails before anything starts."""
     bad = problems(name, {stop.rule: [stop.value]})
     if bad:
         raise RunError("; ".join(bad))
@@ -415,7 +415,7 @@ def make(name: str, target: Target, stop: Stop, warmup_s: float, *, node: str, f
             "loop needs and only an open loop takes"
         )
     if CLIENTS[name].open_loop:
-        nap = name == "openloop" and beside_database
+        nap = name == "openloop" and beside_database and rate is not None and rate <= OPENLOOP_NAP_MAX_RATE
         return OpenLoop(target, node, file.resolve(), stop, warmup_s, rate, stack, arrivals, nap=nap)
     if name == "autocannon":
         return Autocannon(target, node, file.resolve(), stop, warmup_s, stack)

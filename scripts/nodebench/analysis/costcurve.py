@@ -12,6 +12,7 @@ can, and two servers whose ELUs differ are not at the same load either. The curv
 import numpy as np
 import pandas as pd
 
+from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
 from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 
@@ -25,7 +26,6 @@ SAME_LOAD_ELU = 0.05
 CAPACITY_DRIFT = 0.05
 #: The label of a server's point at its own ceiling.
 SATURATION = "saturation"
-BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
 _FIGURES = ["us_per_req_elu", "us_per_req_oncpu"]
 _RATIOS = ["cost", "cost_oncpu"]
 #: The cost-curve table's columns.

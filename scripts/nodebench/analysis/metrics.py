@@ -5,6 +5,7 @@ import pandas as pd
 
 from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.verdict import verdict
+from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
 from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
@@ -17,7 +18,6 @@ FIGURES = ["req_per_s", "us_per_req_elu", "us_per_req_oncpu", "us_per_req_thread
            "latency_p99_ms"]  # fmt: skip
 #: Figures of the server itself, per cell too: its peak memory over the window and its start-up time.
 SERVER_FIGURES = ["rss_peak_mb", "heap_used_peak_mb", "server_startup_ms"]
-BASELINES = {"express": "vs_express", "node-http": "vs_node_http"}
 #: Run figures the verdict reads that records before 2026-11-30 do not have.
 MEASURED_LATER = ["client_cpu_count", "client_cpus_busy", "db_cpu_util"]
 #: The runs' columns the metrics read.

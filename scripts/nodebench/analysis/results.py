@@ -19,7 +19,8 @@ import pandas as pd
 
 from nodebench import plan
 from nodebench.analysis import intervals
-from nodebench.analysis.metrics import BASELINES, FIGURES, RATIOS, SERVER_FIGURES
+from nodebench.analysis.metrics import FIGURES, RATIOS, SERVER_FIGURES
+from nodebench.catalogue.baselines import BASELINES
 
 #: What identifies a row, in one result set and across two.
 KEY = ["scope", "kind", "workload", "server", "against", "connections", "client", "stop", "figure"]

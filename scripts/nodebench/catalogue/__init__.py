@@ -1,1 +1,1 @@
-"""What can be measured: workloads, load generators and the thresholds every verdict uses."""
+"""What can be measured: workloads, load generators, the baselines and the thresholds every verdict uses."""

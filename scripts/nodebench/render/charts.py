@@ -16,7 +16,8 @@ import vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 
 from nodebench.analysis.intervals import describe
-from nodebench.analysis.metrics import BASELINES, headline, is_twin, twin_of
+from nodebench.analysis.metrics import headline, is_twin, twin_of
+from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
 from nodebench.plan import SYSTEM_NODE, runtime
@@ -188,7 +189,7 @@ def cost_ratio(metrics: pd.DataFrame) -> alt.HConcatChart | alt.Chart:
     round, with its interval and the A/A noise floor."""
     head = _no_twins(_marked(headline(metrics)))
     bases = head["server"].astype(str).map(lambda s: runtime(s)[0])
-    present = [b for b in ("express", "node-http") if b in set(bases)]
+    present = [b for b in BASELINES if b in set(bases)]
     methods = [describe(int(n)) for b in present for n in head.loc[bases != b, f"pairs_{BASELINES[b]}"] if n > 0]
     title = _title(
         "Event-loop CPU per request relative to Express and to node:http (x, log scale; below 1 is cheaper: "

@@ -13,6 +13,7 @@ from nodebench.analysis.costcurve import (
     movement,
 )
 from nodebench.analysis.intervals import describe
+from nodebench.catalogue.baselines import BASELINES
 from nodebench.render.document import Block, Heading, Items, Para, Table
 from nodebench.render.latency_report import _ci, _num
 
@@ -59,7 +60,7 @@ def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
     if curve.empty:
         return []
     lines = []
-    for baseline in ("express", "node-http"):
+    for baseline in BASELINES:
         if not (curve["server"] == baseline).any():
             continue
         moved = movement(curve, baseline)

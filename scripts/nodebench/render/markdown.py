@@ -12,7 +12,8 @@ import pandas as pd
 from nodebench.analysis import looks, outcomes
 from nodebench.analysis.costcurve import SAME_LOAD_ELU
 from nodebench.analysis.intervals import describe
-from nodebench.analysis.metrics import BASELINES, CELL, PEERS, flagged, headline, is_twin, remeasured, twin_of
+from nodebench.analysis.metrics import CELL, PEERS, flagged, headline, is_twin, remeasured, twin_of
+from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.thresholds import (
     CLIENT_BOUND_CPU,
     CONFIDENCE,
@@ -53,7 +54,7 @@ RUN_COLUMNS = [*PROVENANCE, *(c for c in CELL if c not in PROVENANCE), "round", 
 #: after being measured again (harness/remeasure.py).
 TOO_NOISY_SHARE = 0.10
 #: The baselines in the order the answer names them: the framework everyone knows, then bare node:http.
-ANSWER_BASELINES = ["express", "node-http"]
+ANSWER_BASELINES = list(BASELINES)
 #: What each saturation verdict means (metrics' saturation column). Verdicts not listed are shown as they are.
 VERDICTS = {
     "server-bound": f"the server's event loop was busy at least {pct(SERVER_BOUND_ELU)} of the window: the cell "

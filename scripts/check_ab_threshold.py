@@ -1,5 +1,5 @@
-"""check_ab_threshold: CI's gate on the A/B target (config's ab.fail_above). Runs after the A/B's report and results
-are written; fails the job, and so the invocation, where B's whole interval lies above the threshold
+"""check_ab_threshold: CI's gate on the A/B target (config's compare.fail_above). Runs after the A/B's report and
+results are written; fails the job, and so the invocation, where B's whole interval lies above the threshold
 (nodebench.analysis.ab.threshold_check), with one line per comparison on stderr."""
 
 import sys

@@ -2,7 +2,7 @@
 change, and a warning where the two were measured on different CPUs, CPU counts or kernels.
 
     .venv/bin/python scripts/compare_results.py A/reports/overall/results.csv B/reports/overall/results.csv
-    .venv/bin/python scripts/compare_results.py A/reports/ab B/reports/ab --all
+    .venv/bin/python scripts/compare_results.py A/reports/compare B/reports/compare --all
 
 Each argument is a results.csv, a results.json or a reports/<scope> folder holding them
 (docs/architecture.md#results-to-take-away). Only rows found in one of the two are listed as such.

@@ -15,9 +15,9 @@ from conftest import leftovers, snakemake
 from nodebench import plan
 
 #: The README's command with the tiny suite's windows and looks: wide enough to stop at the first look.
-STOPS = "ab={a: express4, b: express, duration_s: 1, looks: [2, 3], half_width: 1.0}"
+STOPS = "compare={a: express4, b: express, duration_s: 1, looks: [2, 3], half_width: 1.0}"
 #: Narrower than any real interval: goes on to the cap.
-CAPS = "ab={a: express4, b: express, duration_s: 1, looks: [2, 3], half_width: 0.0001}"
+CAPS = "compare={a: express4, b: express, duration_s: 1, looks: [2, 3], half_width: 0.0001}"
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +36,16 @@ def records(project: Path) -> dict[tuple[str, int], dict]:
 
 
 def test_the_ab_target_stops_at_its_first_look_and_alternates_who_runs_first(copy: Path):
-    res = snakemake(copy, "reports/ab/all", "--config", STOPS)
+    res = snakemake(copy, "reports/compare/all", "--config", STOPS)
     assert res.returncode == 0, res.stdout[-4000:]
-    assert "nodebench: look after 2 rounds of ab/express4/express: 1 comparisons" in res.stdout
+    assert "nodebench: look after 2 rounds of compare/express4/express: 1 comparisons" in res.stdout
     assert ": stop" in res.stdout
     found = records(copy)
     assert sorted(found) == [("express", 1), ("express", 2), ("express4", 1), ("express4", 2)]
     # A B in round 1, B A in round 2, each pair back to back.
     assert found[("express4", 1)]["started_at"] < found[("express", 1)]["started_at"]
     assert found[("express", 2)]["started_at"] < found[("express4", 2)]["started_at"]
-    summary = (copy / "reports/ab/summary.md").read_text()
+    summary = (copy / "reports/compare/summary.md").read_text()
     assert "## A/B: express (B) against express4 (A)" in summary
     assert re.search(r"B costs \d\.\d{3}x A's event-loop CPU per request \(\d\.\d{3}–\d\.\d{3}, \w", summary)
     assert "It stopped after 2 rounds, every one of 1 comparisons within it" in summary
@@ -54,13 +54,13 @@ def test_the_ab_target_stops_at_its_first_look_and_alternates_who_runs_first(cop
 
 
 def test_a_narrower_target_measures_on_to_the_cap_and_says_so(copy: Path):
-    res = snakemake(copy, "reports/ab/all", "--config", CAPS)
+    res = snakemake(copy, "reports/compare/all", "--config", CAPS)
     assert res.returncode == 0, res.stdout[-4000:]
     # Only the third round is new: the first two rounds' records stand.
     assert len(re.findall(r"^(?:local)?rule measure_run:", res.stdout, re.M)) == 2, res.stdout[-3000:]
     assert len(records(copy)) == 6
     assert "(cap reached)" in res.stdout
-    summary = (copy / "reports/ab/summary.md").read_text()
+    summary = (copy / "reports/compare/summary.md").read_text()
     assert "It reached the cap of 3 rounds with 1 of 1 comparisons still wider than that" in summary
     assert "at least 48.5 % each" in summary  # looks 2 and 3: min-max of 3 covers 75 %, of 2 50 %; less 1.5
     assert not leftovers(copy)

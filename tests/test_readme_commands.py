@@ -18,7 +18,7 @@ NOT_RUN = {
     "bash scripts/setup.sh": "needs the network (pip); .ci/as_user.sh runs it as an ordinary user",
     "bash scripts/setup.sh --tests": "needs the network (pip, apt-get); .ci/run runs it",
     # A and B stand for two finished runs' folders; tests/unit/test_results.py runs the script end to end on two.
-    ".venv/bin/python scripts/compare_results.py A/reports/ab B/reports/ab --all": (
+    ".venv/bin/python scripts/compare_results.py A/reports/compare B/reports/compare --all": (
         "needs two finished result sets; tests/unit/test_results.py runs it on two"
     ),
 }

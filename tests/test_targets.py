@@ -128,16 +128,16 @@ def test_each_scope_has_its_summary_page_and_charts(built):
 
 
 def test_the_ab_target_answers_with_an_outcome_and_its_rounds(built):
-    """reports/ab/all on the shipped `ab`: B over A, one of the four outcomes, and where its looks stopped."""
+    """reports/compare/all on the shipped `compare`: B over A, one of the four outcomes, and where its looks stopped."""
     dest, res, config = built
     summary = (dest / targets.SUMMARY.format(scope=plan.AB)).read_text()
-    a, b = config["ab"]["a"], config["ab"]["b"]
+    a, b = config["compare"]["a"], config["compare"]["b"]
     assert f"## A/B: {b} (B) against {a} (A)" in summary
     answer = next(line for line in summary.splitlines() if line.startswith("- **point-lookup at 50 connections"))
     assert re.search(r"B costs \d\.\d{3}x A's event-loop CPU per request \(\d\.\d{3}–\d\.\d{3}, "
                      r"(cheaper|costlier|equivalent within ±5 %|inconclusive)\)", answer), answer  # fmt: skip
     look = json.loads(next((dest / "data/looks" / plan.AB / a / b).glob("n*.json")).read_text())
-    assert look["looks"] == config["ab"]["looks"]
+    assert look["looks"] == config["compare"]["looks"]
     assert "Adaptive rounds: looks after 6, 10, 14, 20 rounds" in summary
 
 

@@ -28,7 +28,9 @@ DATA_DIRS = {"runs", "logs", "database", "toolchain", "claims", "failures"}
 
 
 #: Config keys renamed so that one concept has one name everywhere (old -> new).
-RENAMED_KEYS = {"load_generator": "client", "load_generators": "clients"}
+#: Keys under an old name -> the name they have now. The A/B target's `ab` became `compare` on 2026-12-06 (its
+#: report is reports/compare/all): 'ab' is also ApacheBench's name.
+RENAMED_KEYS = {"load_generator": "client", "load_generators": "clients", "ab": "compare"}
 
 
 def renamed_keys(config: dict) -> list[str]:
@@ -81,7 +83,7 @@ SCHEMA_FILE = "workflow/schemas/config.schema.yaml"
 
 
 def _where(path) -> str:
-    """A key's place as config.yaml spells it: ab.looks[0]."""
+    """A key's place as config.yaml spells it: compare.looks[0]."""
     return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
 
 
@@ -279,26 +281,26 @@ def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Itera
 
 def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
     """The A/B target's two builds: existing servers, on a Node.js major the pipeline installs, not the same."""
-    ab = config.get("ab")
+    ab = config.get(plan.AB)
     if not ab:
         return
     if plan.AB in (config.get("experiments") or {}):
         yield f"config key 'experiments' has an experiment named {plan.AB!r}, the A/B target's name; rename it"
     for side in ("a", "b"):
         server, node = plan.runtime(ab[side])
-        yield from _servers([server], f"ab.{side}", available)
+        yield from _servers([server], f"{plan.AB}.{side}", available)
         if node != plan.SYSTEM_NODE and not 20 <= int(node) <= 99:
-            yield f"config key 'ab.{side}' is {ab[side]!r}: Node.js majors are 20 to 99"
+            yield f"config key '{plan.AB}.{side}' is {ab[side]!r}: Node.js majors are 20 to 99"
     a, b = (plan.runtime(ab[side]) for side in ("a", "b"))
     if a[0] == b[0] and (a[1] == b[1] or (plan.SYSTEM_NODE not in (a[1], b[1]) and int(a[1]) == int(b[1]))):
-        yield f"config keys 'ab.a' and 'ab.b' are both {ab['a']!r}: an A/B compares two different builds"
-    yield from _workloads(ab["workloads"], "ab.workloads")
+        yield f"config keys '{plan.AB}.a' and '{plan.AB}.b' are both {ab['a']!r}: an A/B compares two different builds"
+    yield from _workloads(ab["workloads"], f"{plan.AB}.workloads")
     servers = [plan.runtime(ab[side])[0] for side in ("a", "b")]
-    yield from _frameworks(servers, ab["workloads"], "ab.workloads", servers_dir, available)
+    yield from _frameworks(servers, ab["workloads"], f"{plan.AB}.workloads", servers_dir, available)
     known = [WORKLOADS[w] for w in ab["workloads"] if w in WORKLOADS]
     bad = client_problems(ab["client"], {"duration": [ab["duration_s"]]}, known)
     if bad:
-        yield f"config keys 'ab.client'/'ab.duration_s': {'; '.join(bad)}"
+        yield f"config keys '{plan.AB}.client'/'{plan.AB}.duration_s': {'; '.join(bad)}"
 
 
 def _looks(config: dict) -> Iterator[str]:
@@ -307,7 +309,10 @@ def _looks(config: dict) -> Iterator[str]:
     def of(mapping, key):  # also read beside schema problems: any value may be of any type
         return mapping.get(key) if isinstance(mapping, dict) else None
 
-    found = [("adaptive.looks", of(of(config, "adaptive"), "looks")), ("ab.looks", of(of(config, "ab"), "looks"))]
+    found = [
+        ("adaptive.looks", of(of(config, "adaptive"), "looks")),
+        (f"{plan.AB}.looks", of(of(config, plan.AB), "looks")),
+    ]
     experiments = of(config, "experiments")
     for name, experiment in experiments.items() if isinstance(experiments, dict) else []:
         found.append((f"experiments.{name}.adaptive.looks", of(of(experiment, "adaptive"), "looks")))

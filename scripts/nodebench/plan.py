@@ -155,7 +155,7 @@ def block_looks(config: dict, block: str) -> list[int] | None:
 
 def block_name(config: dict, name: str) -> str:
     """The block an experiment measures in, and the folder its records live in: its name, or the A/B target's
-    ab/<a>/<b>, so that another pair never takes this pair's records (each A was measured beside its own B)."""
+    compare/<a>/<b>, so that another pair never takes this pair's records (each A was measured beside its own B)."""
     return config["experiments"][name].get("block", name)
 
 
@@ -164,19 +164,20 @@ def block_order(config: dict, block: str) -> str:
     return "shuffled" if block == MAIN_BLOCK else config["experiments"][block].get("order", "shuffled")
 
 
-#: The A/B target's block and scope (reports/ab/all).
-AB = "ab"
+#: The A/B target's block and scope (reports/compare/all) and its config key; until 2026-12-06 both were "ab",
+#: which is also ApacheBench's name (RENAMED_KEYS in configcheck, RENAMED_SCOPES in targets say so).
+AB = "compare"
 
 
 def with_ab(config: dict) -> dict:
-    """config with its A/B target (config's `ab`) among the experiments, as the workflow plans it."""
-    if not config.get("ab"):
+    """config with its A/B target (config's `compare`) among the experiments, as the workflow plans it."""
+    if not config.get(AB):
         return config
-    return {**config, "experiments": {**(config.get("experiments") or {}), AB: ab_experiment(config["ab"])}}
+    return {**config, "experiments": {**(config.get("experiments") or {}), AB: ab_experiment(config[AB])}}
 
 
 def ab_experiment(ab: dict) -> dict:
-    """config's `ab` (two builds A and B of one server) as the experiment it is measured as.
+    """config's `compare` (two builds A and B of one server) as the experiment it is measured as.
 
     A and B are server names, each optionally on a Node.js major (express@node22): each side
     is its own matrix, so that the two may differ in server, in Node.js, or both. Their

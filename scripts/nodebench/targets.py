@@ -13,6 +13,7 @@ import re
 import time
 
 from nodebench import claimfile, codegraph, plan
+from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.clients import CLIENTS, OPEN_LOOP, Stop
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
@@ -30,7 +31,7 @@ RESULTS_JSON = "reports/{scope}/results.json"
 #: The instrument's measured cost on this machine (tests/benchmarks/precision.py --calibrate): read by the main
 #: matrix's and each workload's report where it exists, and a report is written again when it changes.
 CALIBRATION = "data/calibration/instrument.json"
-#: The A/B target's check against config's ab.fail_above, written only when it passes.
+#: The A/B target's check against config's compare.fail_above, written only when it passes.
 AB_CHECK = "reports/{scope}/threshold-check.txt"
 CHART = "reports/{scope}/charts/{chart}.{ext}"
 DATABASE_INFO = "data/database/database.json"
@@ -138,7 +139,7 @@ class Targets:
         #: block -> the rounds an adaptive block stopped at. The workflow sets it to read its looks (checkpoints);
         #: without it, an adaptive block is planned at its cap.
         self.stopped_at = None
-        #: experiment -> the block it measures in (its name; ab/<a>/<b> for the A/B target), and back.
+        #: experiment -> the block it measures in (its name; compare/<a>/<b> for the A/B target), and back.
         self.block_names = {name: plan.block_name(config, name) for name in self.experiments}
         self.experiment_of = {block: name for name, block in self.block_names.items()}
 
@@ -227,7 +228,7 @@ class Targets:
         return found
 
     def is_ab(self, scope: str) -> bool:
-        """The A/B target's scope: two builds of one server measured in turns (config's `ab`)."""
+        """The A/B target's scope: two builds of one server measured in turns (config's `compare`)."""
         return scope in self.experiments and "ab" in self.experiments[scope]
 
     def failure_cells(self, name: str) -> list[tuple]:
@@ -478,7 +479,7 @@ class Targets:
         return ScopeFacts(
             experiment=False,
             swept=any(len(self.config["workloads"][w]["connections"]) > 1 for w in workloads),
-            baseline=bool({"express", "node-http"} & set(self.config["servers"])),
+            baseline=bool(set(BASELINES) & set(self.config["servers"])),
             control=bool(plan.control(self.config)),
         )
 
@@ -572,6 +573,10 @@ def target_of(scope: str) -> str:
     return "reports/all" if scope == OVERALL else MANIFEST.format(scope=scope)
 
 
+#: Report targets that were renamed: old scope -> new (the A/B target was reports/ab/all until 2026-12-06).
+RENAMED_SCOPES = {"ab": plan.AB}
+
+
 def target_problems(args, scopes) -> list[str]:
     """Each report target among the command line's arguments that names no scope, with the nearest target, then
     the list of targets; empty when there is none (other arguments are Snakemake's to judge)."""
@@ -584,6 +589,10 @@ def target_problems(args, scopes) -> list[str]:
             continue
         if match[1] in known:
             found.append(f"target '{arg}' is a folder; did you mean '{arg}/all'?")
+            continue
+        if match[1] in RENAMED_SCOPES:
+            new = RENAMED_SCOPES[match[1]]
+            found.append(f"target '{arg}' is an old name: the report is '{target_of(new)}' now")
             continue
         near = difflib.get_close_matches(arg, valid, n=1, cutoff=0.6)
         found.append(f"target '{arg}' names no report; " + (f"did you mean '{near[0]}'?" if near else "see below"))

@@ -16,7 +16,7 @@ from nodebench.analysis import ab, intervals, looks
 
 def ab_config(**ab_overrides) -> dict:
     config = copy.deepcopy(shipped())
-    config["ab"] = {**config["ab"], **ab_overrides}
+    config["compare"] = {**config["compare"], **ab_overrides}
     return config
 
 
@@ -24,7 +24,9 @@ def test_a_and_b_alternate_which_runs_first_round_by_round():
     config = plan.with_ab(ab_config(a="express4", b="express", workloads=["point-lookup", "list"]))
     p = plan.Plan(config)
     for r in range(1, 21):
-        runs = sorted((v[0], k[2], k[1]) for k, v in p.runs.items() if k[0] == "ab/express4/express" and k[-1] == r)
+        runs = sorted(
+            (v[0], k[2], k[1]) for k, v in p.runs.items() if k[0] == "compare/express4/express" and k[-1] == r
+        )
         order = [(workload, server) for _, server, workload in runs]
         # Each workload's pair back to back: A then B in odd rounds, B then A in even ones.
         for i in (0, 2):
@@ -39,7 +41,7 @@ def test_an_ab_measures_its_own_pairs_even_where_another_block_measures_the_same
     )
     p = plan.Plan(config)
     block = plan.block_name(config, plan.AB)
-    assert block == "ab/express4/express"
+    assert block == "compare/express4/express"
     assert {p.owner(block, *c, r) for c in plan.experiment_cells(config, plan.AB) for r in range(1, 21)} == {block}
 
 
@@ -49,7 +51,7 @@ def test_another_pair_never_takes_this_pairs_records():
     other = targets.Targets(plan.with_ab(ab_config(a="express", b="express-lean")))
     express = [p for p in one.scope_records(plan.AB) if p.split("/")[6] == "express"]
     assert express and not set(express) & set(other.scope_records(plan.AB))
-    assert express[0].startswith("data/runs/ab/express4/express/point-lookup/express/")
+    assert express[0].startswith("data/runs/compare/express4/express/point-lookup/express/")
 
 
 def test_an_ab_on_two_nodejs_majors_is_one_peer_group():
@@ -62,10 +64,10 @@ def test_an_ab_on_two_nodejs_majors_is_one_peer_group():
 @pytest.mark.parametrize(
     ("change", "phrase"),
     [
-        ({"a": "expres"}, "config key 'ab.a' names 'expres', which has no file servers/<name>.js"),
-        ({"b": "express"}, "config keys 'ab.a' and 'ab.b' are both 'express'"),
-        ({"workloads": ["point-lokup"]}, "config key 'ab.workloads' names workload 'point-lokup'"),
-        ({"b": "express@node19"}, "config key 'ab.b' is 'express@node19': Node.js majors are 20 to 99"),
+        ({"a": "expres"}, "config key 'compare.a' names 'expres', which has no file servers/<name>.js"),
+        ({"b": "express"}, "config keys 'compare.a' and 'compare.b' are both 'express'"),
+        ({"workloads": ["point-lokup"]}, "config key 'compare.workloads' names workload 'point-lokup'"),
+        ({"b": "express@node19"}, "config key 'compare.b' is 'express@node19': Node.js majors are 20 to 99"),
     ],
 )
 def test_a_wrong_ab_is_named(change, phrase):
@@ -75,9 +77,9 @@ def test_a_wrong_ab_is_named(change, phrase):
 
 
 def test_numbers_from_the_command_line_are_read_as_numbers():
-    config = {"ab": {"a": "express", "duration_s": "2", "looks": ["2", "3"], "half_width": "0.5"}, "rounds": 1}
+    config = {"compare": {"a": "express", "duration_s": "2", "looks": ["2", "3"], "half_width": "0.5"}, "rounds": 1}
     configcheck.typed_from_command_line(config)
-    assert config["ab"] == {"a": "express", "duration_s": 2, "looks": [2, 3], "half_width": 0.5}
+    assert config["compare"] == {"a": "express", "duration_s": 2, "looks": [2, 3], "half_width": 0.5}
 
 
 def runs_ab(ratio: float, rounds: int, noise: float, seed: int = 1, preempted_slow: dict | None = None):
@@ -241,16 +243,16 @@ def test_bad_ab_and_adaptive_values_are_named_by_their_key():
     from conftest import REPO
 
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    config = {"ab": {"a": "express", "b": "express@node020", "half_width": 0}, "adaptive": {"looks": [1]}}
-    found = [p for p in configcheck.schema_problems(config, schema) if "ab" in p or "adaptive" in p]
-    assert found[0].startswith("config key 'ab.b' is 'express@node020': must be text matching")
-    assert "config key 'ab.half_width' is 0: must be above 0" in found
+    config = {"compare": {"a": "express", "b": "express@node020", "half_width": 0}, "adaptive": {"looks": [1]}}
+    found = [p for p in configcheck.schema_problems(config, schema) if "compare" in p or "adaptive" in p]
+    assert any(line.startswith("config key 'compare.b' is 'express@node020': must be text matching") for line in found)
+    assert "config key 'compare.half_width' is 0: must be above 0" in found
     assert "config key 'adaptive' lacks 'half_width', which it needs" in found
     assert "config key 'adaptive.looks[0]' is 1: must be at least 2" in found
-    off = {"ab": "null", "adaptive": "~"}
+    off = {"compare": "null", "adaptive": "~"}
     configcheck.typed_from_command_line(off)
-    assert off == {"ab": None, "adaptive": None}
-    assert not [p for p in configcheck.schema_problems(off, schema) if "ab" in p or "adaptive" in p]
+    assert off == {"compare": None, "adaptive": None}
+    assert not [p for p in configcheck.schema_problems(off, schema) if "compare" in p or "adaptive" in p]
 
 
 def test_a_look_sentence_says_what_the_look_found():

@@ -197,10 +197,10 @@ def test_an_unknown_key_is_one_line_with_its_value_and_the_nearest_key():
 
 
 def test_every_schema_problem_comes_at_once_one_short_line_each():
-    config = from_command_line("duraton_s=2", "ab={a: express4, bb: express}", "rounds=0")
+    config = from_command_line("duraton_s=2", "compare={a: express4, bb: express}", "rounds=0")
     found = configcheck.schema_problems(config, schema())
     assert found == [
-        "config key 'ab.bb' (= 'express') is unknown; did you mean 'ab.b'?",
+        "config key 'compare.bb' (= 'express') is unknown; did you mean 'compare.b'?",
         "config key 'duraton_s' (= 2) is unknown; did you mean 'duration_s'?",
         "config key 'rounds' is 0: must be at least 1",
     ]
@@ -276,7 +276,7 @@ def test_control_null_means_no_control():
             "config key 'workloads.empty.connections[0]' is 20000: must be at most 10000",
         ),
         ("database={rows: 1000000000}", "config key 'database.rows' is 1000000000: must be at most 10000000"),
-        ("ab={duration_s: 7200}", "config key 'ab.duration_s' is 7200: must be at most 3600"),
+        ("compare={duration_s: 7200}", "config key 'compare.duration_s' is 7200: must be at most 3600"),
     ],
 )
 def test_sizes_have_upper_bounds_named_with_their_key(entry, line):
@@ -350,6 +350,20 @@ def test_an_unknown_target_gets_the_nearest_one_and_the_list():
     )
 
 
+def test_the_a_b_targets_old_names_are_refused_with_the_new_ones():
+    """Until 2026-12-06 the A/B target was reports/ab/all with config key `ab` (also ApacheBench's name)."""
+    from nodebench import targets
+
+    found = configcheck.renamed_keys(from_command_line("ab={a: express4, b: express}"))
+    assert found == ["config key 'ab' is now called 'compare': rename it"]
+    scopes = ["overall", "empty", "compare", "ab-hello"]
+    assert targets.target_problems(["reports/ab/all"], scopes) == [
+        "target 'reports/ab/all' is an old name: the report is 'reports/compare/all' now",
+        "targets: " + ", ".join(targets.valid_targets(scopes)),
+    ]
+    assert targets.target_problems(["reports/compare/all", "reports/ab-hello/all"], scopes) == []
+
+
 def test_a_dsn_libpq_cannot_read_is_named_by_its_key():
     config = copy.deepcopy(shipped())
     config["database"]["dsn"] = "garbage"
@@ -361,12 +375,14 @@ def test_a_dsn_libpq_cannot_read_is_named_by_its_key():
 
 def test_looks_out_of_order_come_with_the_schema_problems_not_after_them():
     # Every problem at once: the missing half_width and the order of the looks in one message.
-    found = configcheck.schema_problems(from_command_line("adaptive={looks: [10, 5]}", "ab={looks: oops}"), schema())
+    found = configcheck.schema_problems(
+        from_command_line("adaptive={looks: [10, 5]}", "compare={looks: oops}"), schema()
+    )
     assert "config key 'adaptive' lacks 'half_width', which it needs" in found
     assert (
         "config key 'adaptive.looks' is [10, 5]: looks go in ascending order, the last being the cap ([5, 10])"
     ) in found
-    assert any(line.startswith("config key 'ab.looks' is 'oops'") for line in found)
+    assert any(line.startswith("config key 'compare.looks' is 'oops'") for line in found)
 
 
 def test_looks_out_of_order_are_an_error_not_sorted():

@@ -32,7 +32,7 @@ def test_a_whole_interval_above_the_threshold_fails_and_says_ratio_interval_and_
     assert failed
     assert lines == [
         "A/B check FAILED: express (B) over express4 (A) on point-lookup c50 wrk 4s costs 1.120x, interval "
-        "1.080-1.170 (n=10: 2nd-9th of 10, 97.85 %), wholly above the threshold 1.05 (ab.fail_above)"
+        "1.080-1.170 (n=10: 2nd-9th of 10, 97.85 %), wholly above the threshold 1.05 (compare.fail_above)"
     ]
 
 
@@ -54,7 +54,7 @@ def test_anything_the_data_do_not_show_above_the_threshold_passes(ratio, lo, hi,
 
 def test_b_cheaper_never_fails_whatever_threshold_the_schema_allows():
     schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    assert schema["$defs"]["ab"]["properties"]["fail_above"]["minimum"] == 1
+    assert schema["$defs"]["compare"]["properties"]["fail_above"]["minimum"] == 1
     t = ab.table(runs_ab(0.90, 10, 0.01), "a", "b")
     assert t["outcome"].iloc[0] == "cheaper"
     assert not ab.threshold_check(t, 1.0)[0]
@@ -76,7 +76,7 @@ def test_no_interval_no_threshold_or_no_comparison_never_fails():
     assert not failed and "no interval (n=1: no interval), so nothing shows it above" in lines[0]
     assert ab.threshold_check(ab_row(1.50, 1.40, 1.60), None) == (
         False,
-        ["no threshold set (ab.fail_above): the A/B does not fail the run"],
+        ["no threshold set (compare.fail_above): the A/B does not fail the run"],
     )
     assert not ab.threshold_check(ab_row(1.5, 1.4, 1.6).iloc[:0], 1.05)[0]
 

@@ -107,13 +107,13 @@ def test_stopping_as_soon_as_the_interval_excludes_one_is_caught(null_campaigns_
 
 
 def test_the_ab_targets_default_design_finds_a_10_percent_difference_four_times_in_five():
-    """config.yaml's ab: looks 6/10/14/20, +-3 %. (The main matrix's 5 fixed rounds find it 83 % of the time at
+    """config.yaml's compare: looks 6/10/14/20, +-3 %. (The main matrix's 5 fixed rounds find it 83 % of the time at
     `empty`'s measured noise: tests/benchmarks/simulation.py prints that figure; docs/statistics.md says so.)"""
     import yaml
 
     from conftest import REPO
 
-    ab = yaml.safe_load((REPO / "config.yaml").read_text())["ab"]
+    ab = yaml.safe_load((REPO / "config.yaml").read_text())["compare"]
     runs = simulate.campaigns(CAMPAIGNS // 2, 0.9, rounds=max(ab["looks"]), design="blocked", seed=16)
     got = simulate.adaptive(runs, 0.9, ab["looks"], ab["half_width"])
     assert got["cheaper"] >= 0.8 and got["equivalent"] == 0.0, got

@@ -41,7 +41,7 @@ rule compute_ab:
         "../../scripts/compute_ab.py"
 
 
-# CI's gate (config's ab.fail_above): once the A/B's report and results are written, the job, and so the invocation,
+# CI's gate (config's compare.fail_above): once the A/B's report and results are written, the job, and so the invocation,
 # fails where B's whole interval lies above the threshold.
 rule check_ab_threshold:
     input:
@@ -58,7 +58,7 @@ rule check_ab_threshold:
         scope="|".join(map(re.escape, filter(T.is_ab, EXPERIMENTS))) or "(?!)",
     localrule: True
     params:
-        fail_above=(config.get("ab") or {}).get("fail_above"),
+        fail_above=(config.get(plan.AB) or {}).get("fail_above"),
         manifest=lambda wc: targets.MANIFEST.format(scope=wc.scope),
     script:
         "../../scripts/check_ab_threshold.py"

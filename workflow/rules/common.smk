@@ -50,7 +50,7 @@ stop_on(
 # Valid by now: this only sets the schema's defaults (its own message would print the schema and the config).
 validate(config, CONFIG_SCHEMA)
 stop_on(configcheck.problems(config, Path(workflow.basedir) / "servers"))
-# The A/B target (config's `ab`) is measured as an experiment of its own: reports/ab/all.
+# The A/B target (config's `compare`) is measured as an experiment of its own: reports/compare/all.
 config["experiments"] = plan.with_ab(config)["experiments"]
 for _line in [
     *configcheck.warnings(config),

@@ -1,6 +1,6 @@
 """The A/B target: did a change make a server cost more per request? B's runs over A's, paired round by round.
 
-A and B (config's `ab`) are two builds of one server: two files, two package versions
+A and B (config's `compare`) are two builds of one server: two files, two package versions
 (npm aliases) or two Node.js majors. Each round measures them back to back, A B in odd
 rounds and B A in even ones (plan.abba), so the ratio of a round is taken between two
 neighbouring runs and a drift of the machine that is linear over two rounds cancels from
@@ -92,12 +92,12 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
     return out[COLUMNS].sort_values(["workload", "connections", "client", "stop"]).reset_index(drop=True)
 
 
-#: The config key a user sets to fail the invocation (config's ab.fail_above), as the lines name it.
-FAIL_ABOVE_KEY = "ab.fail_above"
+#: The config key a user sets to fail the invocation (config's compare.fail_above), as the lines name it.
+FAIL_ABOVE_KEY = "compare.fail_above"
 
 
 def threshold_check(t: pd.DataFrame, fail_above: float | None) -> tuple[bool, list[str]]:
-    """Whether the A/B fails config's ab.fail_above, and one line per comparison saying why.
+    """Whether the A/B fails config's compare.fail_above, and one line per comparison saying why.
 
     A comparison fails only where its whole interval lies above the threshold (ratio_lo > fail_above): B costlier
     beyond the threshold must be shown by the data. A median above it with an interval that reaches below it, or a

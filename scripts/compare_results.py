@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     parser.add_argument("a", help="the first result set (results.csv, results.json or reports/<scope>)")
     parser.add_argument("b", help="the second, compared with the first (change = B / A - 1)")
     parser.add_argument("--all", action="store_true", help="every figure, the cells' medians too, not only the "
-                        "comparisons of event-loop CPU per request and the scores")  # fmt: skip
+                        "comparisons of the headline figure (config's headline) and the scores")  # fmt: skip
     args = parser.parse_args(argv)
     paths = [results_file(args.a), results_file(args.b)]
     for path in paths:

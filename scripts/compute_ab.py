@@ -11,7 +11,7 @@ from nodebench.analysis.metrics import RUN_COLUMNS
 def main(sm) -> None:
     runs = pd.read_parquet(sm.input.runs, columns=RUN_COLUMNS)
     a, b = sm.params.ab
-    t = ab.table(runs, a, b, margin=sm.params.margin)
+    t = ab.table(runs, a, b, margin=sm.params.margin, headline=sm.params.headline)
     t.to_parquet(sm.output.ab, index=False)
     Path(sm.log[0]).write_text(f"{len(runs)} runs -> {len(t)} A/B comparisons ({b} over {a})\n")
 

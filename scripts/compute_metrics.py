@@ -14,7 +14,7 @@ def main(sm) -> None:
     parts = [pd.read_parquet(p, columns=RUN_COLUMNS) for p in paths]
     runs = parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
     del parts
-    metrics = compute_metrics(runs, margin=sm.params.margin)
+    metrics = compute_metrics(runs, margin=sm.params.margin, headline=sm.params.headline)
     if sm.params.workloads is not None:
         metrics = metrics[metrics["workload"].isin(sm.params.workloads)].reset_index(drop=True)
     metrics.to_parquet(sm.output.metrics, index=False)

@@ -14,8 +14,8 @@ def main(sm) -> None:
     schema = yaml.safe_load(Path(sm.input.schema).read_text())
     runs = to_frame(iter_records(sm.input.records, schema), schema)
     runs = runs[[c for c in RUN_COLUMNS if c in runs]]
-    found = looks.comparisons(runs, sm.params.ab or None)
-    look = looks.decide(found, int(sm.wildcards.n), sm.params.looks, sm.params.half_width)
+    found = looks.comparisons(runs, sm.params.ab or None, sm.params.headline)
+    look = looks.decide(found, int(sm.wildcards.n), sm.params.looks, sm.params.half_width, sm.params.headline)
     look["block"] = sm.wildcards.block
     Path(sm.output.look).write_text(json.dumps(look, indent=1) + "\n")
     verdict = "stop" if look["stop"] else "go on"

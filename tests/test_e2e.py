@@ -137,6 +137,15 @@ def test_editing_one_server_replans_only_its_jobs(project: Path):
     assert "Nothing to be done" in snakemake(project, "--dry-run", "reports/all").stdout
 
 
+def test_another_headline_figure_reruns_the_analysis_and_the_reports_and_measures_nothing(project: Path):
+    res = snakemake(project, "--dry-run", "reports/all", "--config", "headline=us_per_req_oncpu")
+    assert res.returncode == 0, res.stdout[-3000:]
+    rules = planned_rules(res.stdout)
+    assert {"compute_metrics", "compute_scores", "write_summary", "plot_chart"} <= rules, rules
+    assert "measure_run" not in rules and planned_cells(res.stdout) == set()
+    assert "Nothing to be done" in snakemake(project, "--dry-run", "reports/all").stdout
+
+
 def planned_rules(output: str) -> set[str]:
     """Names of the rules a dry-run planned."""
     return set(re.findall(r"^(?:local)?rule (\w+):", output, re.MULTILINE))

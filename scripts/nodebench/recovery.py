@@ -14,6 +14,11 @@ import json
 import os
 from pathlib import Path
 
+from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
+
+#: What a look from before a declared key existed was made for.
+LOOK_DEFAULTS = {HEADLINE_COLUMN: DEFAULT_HEADLINE}
+
 
 def missing_files(manifest: Path, exists=os.path.exists) -> list[str]:
     """The files a manifest lists that do not exist (relative to the working directory, as listed)."""
@@ -67,10 +72,11 @@ def drop_stale_looks(blocks: dict, say=lambda line: None, dry_run: bool = False)
     """Remove each adaptive block's look that no longer holds, and every later look of that block; then, where a
     block's looks do not reach a decision, the products that its decision feeds.
 
-    blocks maps a block to (looks, half_width, paths, inputs, products): its declared looks and target, a
-    function of n giving a look's file, one giving the files it was computed from, and the files made from the
-    rounds it stopped at (a scope's runs table, summary, page and manifest). A look holds while it was made for
-    the same looks and target and no input is missing or newer than it.
+    blocks maps a block to (looks, declared, paths, inputs, products): its declared looks, what else a look is
+    made for (a look's keys and their values: the half-width target, the headline figure), a function of n giving
+    a look's file, one giving the files it was computed from, and the files made from the rounds it stopped at (a
+    scope's runs table, summary, page and manifest). A look holds while it was made for the same looks and
+    declared values and no input is missing or newer than it.
 
     Two ways Snakemake (9.27) would otherwise keep a stale answer: it hands an input function an existing
     checkpoint's output even when that checkpoint is about to run again (its params changed), so a stale look
@@ -80,8 +86,8 @@ def drop_stale_looks(blocks: dict, say=lambda line: None, dry_run: bool = False)
     run, what would be: the workflow then plans as if it were gone).
     """
     removed = []
-    for block, (looks, half_width, path_of, inputs_of, products) in blocks.items():
-        removed += _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run)
+    for block, (looks, declared, path_of, inputs_of, products) in blocks.items():
+        removed += _drop_looks(block, looks, declared, path_of, inputs_of, say, dry_run)
         if _decided(looks, path_of, removed):
             continue
         for product in map(Path, products):
@@ -116,7 +122,7 @@ def _decided(looks: list[int], path_of, gone=()) -> bool:
     return False
 
 
-def _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run) -> list[Path]:
+def _drop_looks(block, looks, declared, path_of, inputs_of, say, dry_run) -> list[Path]:
     """The first look that no longer holds and every later one (made on its word)."""
     removed = []
     stale = None
@@ -125,7 +131,7 @@ def _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run) -> l
         if not path.is_file():
             continue
         if stale is None:
-            stale = _why_stale(path, looks, half_width, inputs_of(n))
+            stale = _why_stale(path, looks, declared, inputs_of(n))
             if stale is None:
                 continue
         if dry_run:
@@ -142,14 +148,18 @@ def _drop_looks(block, looks, half_width, path_of, inputs_of, say, dry_run) -> l
     return removed
 
 
-def _why_stale(path: Path, looks: list[int], half_width: float, inputs) -> str | None:
+def _why_stale(path: Path, looks: list[int], declared: dict, inputs) -> str | None:
     try:
         look = json.loads(path.read_text())
         made = path.stat().st_mtime
     except (OSError, ValueError) as e:
         return f"unreadable: {e}"
-    if look.get("looks") != list(looks) or look.get("half_width_target") != half_width:
-        return f"made for looks {look.get('looks')} and target {look.get('half_width_target')}"
+    if look.get("looks") != list(looks):
+        return f"made for looks {look.get('looks')}"
+    for key, value in declared.items():
+        # A look from before a key existed was made for its default (LOOK_DEFAULTS).
+        if look.get(key, LOOK_DEFAULTS.get(key)) != value:
+            return f"made for looks {look.get('looks')} and {key} {look.get(key, LOOK_DEFAULTS.get(key))}"
     for p in inputs:
         try:
             if os.stat(p).st_mtime > made:

@@ -15,6 +15,7 @@ import time
 from nodebench import claimfile, codegraph, plan
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.clients import CLIENTS, OPEN_LOOP, Stop
+from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
 
@@ -136,6 +137,8 @@ class Targets:
         self.scopes = [OVERALL, *self.workloads, *self.experiments]
         self.plan = plan.Plan(config)
         self.embedded = not config["database"].get("dsn")
+        #: The figure the cost ratios, the looks and the reports read (config's headline).
+        self.headline = config.get("headline", DEFAULT_HEADLINE)
         #: block -> the rounds an adaptive block stopped at. The workflow sets it to read its looks (checkpoints);
         #: without it, an adaptive block is planned at its cap.
         self.stopped_at = None
@@ -203,12 +206,12 @@ class Targets:
         return [*self.look_records(block, n), RUN_SCHEMA, *code("look.py")]
 
     def adaptive_blocks(self) -> dict:
-        """Per adaptive block: (looks, half_width, the path of look n, the inputs of look n, its products), for
-        recovery.drop_stale_looks."""
+        """Per adaptive block: (looks, what a look is made for (its target and the headline figure), the path of
+        look n, the inputs of look n, its products), for recovery.drop_stale_looks."""
         return {
             block: (
                 self.looks(block),
-                self.adaptive(block)["half_width"],
+                {"half_width_target": self.adaptive(block)["half_width"], HEADLINE_COLUMN: self.headline},
                 lambda n, b=block: self.look_path(b, n),
                 lambda n, b=block: self.look_inputs(b, n),
                 self.block_products(block),

@@ -166,7 +166,8 @@ def test_a_stale_look_and_what_was_made_before_the_looks_decided_are_removed(tmp
                                                           "stop": stop}))  # fmt: skip
 
     def blocks(half_width=0.03):
-        return {"b": ([2, 3], half_width, lambda n: tmp_path / f"n{n}.json", lambda n: [record], [product])}
+        declared = {"half_width_target": half_width, "headline_figure": "us_per_req_elu"}
+        return {"b": ([2, 3], declared, lambda n: tmp_path / f"n{n}.json", lambda n: [record], [product])}
 
     said = []
     # Decided at the first look: nothing is touched.
@@ -175,7 +176,7 @@ def test_a_stale_look_and_what_was_made_before_the_looks_decided_are_removed(tmp
     assert recovery.drop_stale_looks(blocks(), said.append) == [] and product.exists()
     # Another target: the look is stale; with it gone nothing is decided, so the product goes too.
     assert recovery.drop_stale_looks(blocks(0.05), said.append) == [tmp_path / "n2.json", product]
-    assert "made for looks [2, 3] and target 0.03" in said[0]
+    assert "made for looks [2, 3] and half_width_target 0.03" in said[0]
     # A record newer than the look makes it stale; a dry run only says so.
     look(2, False)
     look(3, True)
@@ -186,6 +187,14 @@ def test_a_stale_look_and_what_was_made_before_the_looks_decided_are_removed(tmp
     ]  # fmt: skip
     assert (tmp_path / "n2.json").exists() and product.exists() and "would remove" in said[-1]
     assert recovery.drop_stale_looks(blocks(), said.append) == [tmp_path / "n2.json", tmp_path / "n3.json", product]
+    # A look made for another headline figure is stale; one from before the headline existed was made for ELU.
+    os.utime(record, (time.time() - 10, time.time() - 10))
+    look(2, True)
+    product.write_text("x")
+    on_cpu = {"b": ([2, 3], {"half_width_target": 0.03, "headline_figure": "us_per_req_oncpu"},
+                    lambda n: tmp_path / f"n{n}.json", lambda n: [record], [product])}  # fmt: skip
+    assert recovery.drop_stale_looks(on_cpu, said.append) == [tmp_path / "n2.json", product]
+    assert "and headline_figure us_per_req_elu" in said[-2]
 
 
 def test_every_column_of_the_ab_table_is_in_the_data_dictionary():

@@ -426,3 +426,14 @@ def test_a_workloads_mapping_on_the_command_line_says_it_is_merged_and_how_to_me
     )
     assert configcheck.merged_workloads(config, {"rounds": 3}) == []
     assert configcheck.merged_workloads(config, None) == []
+
+
+def test_the_headline_is_one_of_the_three_figures_and_a_wrong_one_is_named_with_them():
+    from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINES
+
+    assert schema()["properties"]["headline"]["enum"] == list(HEADLINES)
+    assert shipped()["headline"] == DEFAULT_HEADLINE
+    assert configcheck.schema_problems(from_command_line("headline=us_per_req_oncpu"), schema()) == []
+    assert configcheck.schema_problems(from_command_line("headline=us_per_req_cpu"), schema()) == [
+        "config key 'headline' is 'us_per_req_cpu': must be one of us_per_req_elu, us_per_req_oncpu, us_per_req_threads"
+    ]

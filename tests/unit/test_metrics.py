@@ -293,3 +293,59 @@ def test_a_comparison_inside_the_twins_own_reach_is_decided_by_its_own_interval(
     assert cost(1.0) == "equivalent"
     # Data on the wrong side of no effect: costlier, never cheaper.
     assert cost(1.12) == "costlier"
+
+
+def test_the_headline_figure_decides_the_cost_ratios_and_can_point_the_other_way():
+    """config's headline: Express waits behind its own GC (ELU 300 µs, main-thread on-CPU 200, all threads 360);
+    Fastify does not (ELU 240, on-CPU 230, all threads 250). On ELU Fastify is cheaper than Express, on the main
+    thread's on-CPU time it is costlier: each headline must give its own answer, with its own interval, outcome, score
+    and sentences, and name itself."""
+    from nodebench.catalogue.figures import HEADLINES
+
+    rounds = [1, 2, 3, 4, 5]
+    noise = np.array([1.00, 1.01, 0.99, 1.02, 0.98])
+    per = {"express": (300.0, 200.0, 360.0), "fastify": (240.0, 230.0, 250.0), "node-http": (100.0, 95.0, 110.0)}
+    runs = pd.concat(
+        [
+            pd.DataFrame({"round": rounds, "server": server, "us_per_req_elu": elu * noise,
+                          "us_per_req_oncpu": oncpu * noise[::-1], "us_per_req_threads": threads * noise})
+            for server, (elu, oncpu, threads) in per.items()
+        ],
+        ignore_index=True,
+    )  # fmt: skip
+    runs = runs.assign(
+        workload="empty", connections=50, client="wrk", stopping_rule="duration", stop="5s",
+        req_per_s=1e6 / runs["us_per_req_elu"], us_per_req_cpu=runs["us_per_req_threads"], latency_p50_ms=1.0,
+        latency_p99_ms=2.0, elu_utilization=0.99, client_cpu_util=0.5, client_cpu_capacity=1.0, preempted=False,
+        cpu_model="x",
+    )  # fmt: skip
+    got = {h: metrics.compute_metrics(runs, headline=h).set_index("server") for h in HEADLINES}
+    for h, m in got.items():
+        assert (m["headline_figure"] == h).all()
+        assert m.loc["fastify", "cost_vs_express"] == pytest.approx(
+            per["fastify"][list(HEADLINES).index(h)] / per["express"][list(HEADLINES).index(h)], rel=0.03
+        )
+    assert got["us_per_req_elu"].loc["fastify", "outcome_vs_express"] == "cheaper"
+    assert got["us_per_req_oncpu"].loc["fastify", "outcome_vs_express"] == "costlier"
+    assert got["us_per_req_threads"].loc["fastify", "outcome_vs_express"] == "cheaper"
+    # The other figures' ratios stay beside it whatever the headline.
+    assert got["us_per_req_elu"].loc["fastify", "cost_oncpu_vs_express"] == pytest.approx(230 / 200, rel=0.03)
+    # The score reads the headline too: Fastify above Express on ELU, below on the main thread's on-CPU time.
+    for h, above in (("us_per_req_elu", True), ("us_per_req_oncpu", False)):
+        scores = metrics.geomean_scores(got[h].reset_index(), runs).set_index("server")["score"]
+        assert bool(scores["fastify"] > scores["express"]) is above, (h, scores)
+    # The report names the figure it heads with and ranks by it.
+    on_cpu = markdown.glance_line("**empty**", got["us_per_req_oncpu"].reset_index())
+    assert "cheapest by median **node-http**" in on_cpu and "µs of main-thread on-CPU time a request" in on_cpu
+    assert "costliest **fastify**" in on_cpu
+    assert "costliest **express**" in markdown.glance_line("**empty**", got["us_per_req_elu"].reset_index())
+    table = markdown.cell_table(markdown.by_cost(got["us_per_req_oncpu"].reset_index()), None)
+    assert table.columns[3] == "µs/req on-CPU [interval]"
+    assert [row[0] for row in table.rows] == ["node-http", "express", "fastify"]
+    # The results file labels the cost ratio with the figure it read, once, with its outcome.
+    from nodebench.analysis import results
+
+    rows = results.table("overall", runs, got["us_per_req_oncpu"].reset_index())
+    mine = rows[(rows["kind"] == "ratio") & (rows["server"] == "fastify") & (rows["against"] == "express")]
+    assert mine.loc[mine["figure"] == "us_per_req_oncpu", "outcome"].tolist() == ["costlier"]
+    assert "us_per_req_elu" not in set(mine["figure"])

@@ -191,6 +191,28 @@ def test_side_by_side_warns_when_the_cpus_differ_and_lists_rows_found_in_one_onl
     assert "A only" in results.render(pairs)
 
 
+def test_two_sets_with_different_headlines_are_warned_about_and_not_set_against_each_other(scope_tables):
+    a, b = two_sets(scope_tables, factor=1.0)
+    # B's comparisons were read on the main thread's on-CPU time (config's headline): its outcomes are there, and
+    # it has no ratio of ELU.
+    b = b[~((b["kind"] == "ratio") & (b["figure"] == "us_per_req_oncpu"))]
+    b = b.assign(figure=b["figure"].where(~((b["kind"] == "ratio") & (b["figure"] == "us_per_req_elu")),
+                                          "us_per_req_oncpu"))  # fmt: skip
+    assert results.headlines(a) == ["us_per_req_elu"] and results.headlines(b) == ["us_per_req_oncpu"]
+    assert results.machine_warnings(a, b)[0].startswith(
+        "WARNING: the two result sets head with different figures (config's headline; A: us_per_req_elu; "
+        "B: us_per_req_oncpu)"
+    )
+    ratios = results.side_by_side(a, b)
+    ratios = ratios[ratios["kind"] == "ratio"]
+    # A's ELU ratios have nothing to be set against; ratios of one figure are, whichever set headed with it.
+    assert set(ratios.loc[ratios["figure"] == "us_per_req_elu", "found"]) == {"A only"}
+    assert (
+        len(ratios[ratios["figure"] == "us_per_req_oncpu"])
+        and ratios["figure"].isin(["us_per_req_elu", "us_per_req_oncpu"]).all()
+    )
+
+
 def test_the_compare_script_reads_two_files_and_prints_the_warning(scope_tables, tmp_path):
     a, b = two_sets(scope_tables, cpu="Other CPU")
     (tmp_path / "a").mkdir()

@@ -18,6 +18,7 @@ checkpoint look:
         looks=lambda wc: T.looks(wc.block),
         half_width=lambda wc: T.adaptive(wc.block)["half_width"],
         ab=lambda wc: T.ab_pair(wc.block),
+        headline=T.headline,
     script:
         "../../scripts/look.py"
 
@@ -37,6 +38,7 @@ rule compute_ab:
     params:
         ab=lambda wc: EXPERIMENTS[wc.scope]["ab"],
         margin=config["equivalence_margin"],
+        headline=T.headline,
     script:
         "../../scripts/compute_ab.py"
 

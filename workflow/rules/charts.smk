@@ -17,6 +17,6 @@ rule plot_chart:
     localrule: True
     params:
         # The chart's caption for the report (workflow/report/charts/<chart>.rst, its figures filled in).
-        caption=lambda wc: caption(wc.chart, workflow.basedir),
+        caption=lambda wc: caption(wc.chart, workflow.basedir, T.headline),
     script:
         "../../scripts/plot_chart.py"

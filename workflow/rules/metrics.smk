@@ -11,6 +11,7 @@ rule compute_metrics:
     params:
         workloads=lambda wc: T.scope_workloads(wc.scope),
         margin=config["equivalence_margin"],
+        headline=T.headline,
     script:
         "../../scripts/compute_metrics.py"
 

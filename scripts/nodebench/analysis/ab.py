@@ -6,8 +6,9 @@ rounds and B A in even ones (plan.abba), so the ratio of a round is taken betwee
 neighbouring runs and a drift of the machine that is linear over two rounds cancels from
 the median. One row per peer group (workload, connections, client, stop):
 
-- the median of the rounds' B / A ratios of event-loop CPU per request and its
-  order-statistic interval (intervals.median_interval);
+- the median of the rounds' B / A ratios of the headline figure (config's `headline`, event-loop
+  CPU per request by default; headline_figure names it) and its order-statistic interval
+  (intervals.median_interval);
 - its outcome (outcomes.decide): cheaper, costlier, equivalent within config's
   `equivalence_margin`, or inconclusive. An A/B has no A/A twin, so the line is 1 itself
   (floor 0): each side of a one-sided test, at the interval's coverage;
@@ -21,13 +22,14 @@ import pandas as pd
 
 from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.metrics import PEERS, Samples, paired_ratios, spoiled_pairs
+from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
 
 COLUMNS = [
     "workload", "connections", "client", "stop", "a", "b",
     "ratio", "ratio_lo", "ratio_hi", "half_width_log", "throughput_ratio", "pairs", "coverage", "interval",
     "us_per_req_a", "us_per_req_b", "outcome", "equivalence_margin",
     "ratio_unpreempted", "pairs_unpreempted", "preempted_rounds", "preemption_matters",
-    "pair_gap_s", "pair_gap_max_s", "cross_session", "a_first_rounds", "b_first_rounds",
+    "pair_gap_s", "pair_gap_max_s", "cross_session", "a_first_rounds", "b_first_rounds", HEADLINE_COLUMN,
 ]  # fmt: skip
 
 
@@ -37,7 +39,9 @@ def half_width(lo, hi) -> np.ndarray:
         return (np.log(np.asarray(hi, dtype=float)) - np.log(np.asarray(lo, dtype=float))) / 2
 
 
-def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_MARGIN) -> pd.DataFrame:
+def table(
+    runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_MARGIN, headline: str = DEFAULT_HEADLINE
+) -> pd.DataFrame:
     """One row per peer group where both A and B were measured (COLUMNS)."""
     if runs.empty:
         return pd.DataFrame(columns=COLUMNS)
@@ -51,8 +55,8 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
     has = np.flatnonzero(partner >= 0)
     if not len(has):
         return pd.DataFrame(columns=COLUMNS)
-    ratios = paired_ratios(samples, partner, "ab")
-    cost = samples("us_per_req_elu")
+    ratios = paired_ratios(samples, partner, "ab", headline)
+    cost = samples(headline)
     spoiled = spoiled_pairs(samples, has, partner[has])
     start = samples("_started_s") if "_started_s" in samples.runs else np.full(cost.shape, np.nan)
     rows = []
@@ -88,6 +92,7 @@ def table(runs: pd.DataFrame, a: str, b: str, margin: float = outcomes.DEFAULT_M
     out["half_width_log"] = half_width(out["ratio_lo"], out["ratio_hi"])
     out["interval"] = [intervals.describe(int(n)) for n in out["pairs"]]
     out["equivalence_margin"] = float(margin)
+    out[HEADLINE_COLUMN] = headline
     out["outcome"] = pd.Series(outcomes.decide(out["ratio_lo"], out["ratio_hi"], margin), dtype=object)
     return out[COLUMNS].sort_values(["workload", "connections", "client", "stop"]).reset_index(drop=True)
 

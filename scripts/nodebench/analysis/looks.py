@@ -27,6 +27,7 @@ from nodebench.analysis import ab as ab_analysis
 from nodebench.analysis import intervals
 from nodebench.analysis.metrics import compute_metrics, is_twin
 from nodebench.catalogue.baselines import BASELINES
+from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
 
 #: What stopping on width may cost an interval's coverage, below the looks' lowest fixed-n coverage (see above).
 ALLOWANCE = 0.015
@@ -39,19 +40,20 @@ def stated_coverage(looks: list[int]) -> float:
     return fixed if len(looks) == 1 else fixed - ALLOWANCE
 
 
-def comparisons(runs: pd.DataFrame, ab: list[str] | None = None) -> pd.DataFrame:
-    """A block's headline intervals after some rounds: (comparison, ratio, lo, hi, half_width_log, pairs)."""
+def comparisons(runs: pd.DataFrame, ab: list[str] | None = None, headline: str = DEFAULT_HEADLINE) -> pd.DataFrame:
+    """A block's headline intervals after some rounds, of the headline figure (config's headline): (comparison,
+    ratio, lo, hi, half_width_log, pairs)."""
     columns = ["comparison", "ratio", "lo", "hi", "half_width_log", "pairs"]
     if runs.empty:
         return pd.DataFrame(columns=columns)
     if ab:
-        t = ab_analysis.table(runs, *ab)
+        t = ab_analysis.table(runs, *ab, headline=headline)
         label = t["b"] + " / " + t["a"] + " on " + t["workload"] + " c" + t["connections"].astype(str)
         return pd.DataFrame(
             {"comparison": label, "ratio": t["ratio"], "lo": t["ratio_lo"], "hi": t["ratio_hi"],
              "half_width_log": t["half_width_log"], "pairs": t["pairs"]}
         )[columns]  # fmt: skip
-    m = compute_metrics(runs)
+    m = compute_metrics(runs, headline=headline)
     parts = []
     for baseline, name in BASELINES.items():
         col = f"cost_{name}"
@@ -73,8 +75,9 @@ def comparisons(runs: pd.DataFrame, ab: list[str] | None = None) -> pd.DataFrame
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
-def decide(found: pd.DataFrame, rounds: int, looks: list[int], target: float) -> dict:
-    """The look's verdict: stop when every comparison is within target, or at the cap (the last look)."""
+def decide(found: pd.DataFrame, rounds: int, looks: list[int], target: float, headline: str = DEFAULT_HEADLINE) -> dict:
+    """The look's verdict: stop when every comparison is within target, or at the cap (the last look); with the
+    figure its intervals read (a look made for another is stale: recovery.drop_stale_looks)."""
     widths = found["half_width_log"].to_numpy(dtype=float)
     wide = found[~(widths <= target)]  # NaN (no interval yet) is not narrow enough
     cap = rounds >= max(looks)
@@ -82,6 +85,7 @@ def decide(found: pd.DataFrame, rounds: int, looks: list[int], target: float) ->
         "rounds": int(rounds),
         "looks": [int(n) for n in looks],
         "half_width_target": float(target),
+        HEADLINE_COLUMN: headline,
         "comparisons": int(len(found)),
         "widest": float(np.nanmax(widths)) if len(widths) and not np.isnan(widths).all() else None,
         "stop": bool(cap or (len(found) > 0 and wide.empty)),

@@ -6,6 +6,7 @@ import pandas as pd
 from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.verdict import verdict
 from nodebench.catalogue.baselines import BASELINES
+from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN, headline_of
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
 from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
@@ -98,8 +99,9 @@ def remeasured(runs: pd.DataFrame) -> pd.Series:
     return count.fillna(1) > 1
 
 
-def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
-    """One row per cell: rounds, median and order-statistic interval of each figure, CV and the noisy flag."""
+def cell_table(runs: pd.DataFrame, samples: Samples | None = None, headline: str = DEFAULT_HEADLINE) -> pd.DataFrame:
+    """One row per cell: rounds, median and order-statistic interval of each figure, CV and the noisy flag (req/s or
+    the headline figure noisier than NOISY_CV)."""
     samples = Samples(runs) if samples is None else samples
     # Figures that runs of older records (or hand-made tables) lack are missing, not zero.
     runs = runs.assign(**{c: np.nan for c in MEASURED_LATER if c not in runs})
@@ -125,7 +127,7 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
         values = samples(fig)
         median, lo, hi, n, cover = intervals.median_interval(values)
         columns |= {fig: median, f"{fig}_lo": lo, f"{fig}_hi": hi, f"{fig}_cv": intervals.cv(values)}
-        if fig == "us_per_req_elu":
+        if fig == headline:
             # The headline figure's n, coverage and method; another figure's differ only where its value is missing.
             columns |= {"interval_coverage": cover, "interval": [intervals.describe(int(k)) for k in n]}
     for fig in SERVER_FIGURES:
@@ -134,16 +136,21 @@ def cell_table(runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFra
         median, lo, hi, _, _ = intervals.median_interval(values)
         columns |= {fig: median, f"{fig}_lo": lo, f"{fig}_hi": hi}
     base = base.assign(**columns)
-    return base.assign(noisy=lambda d: (d["req_per_s_cv"] > NOISY_CV) | (d["us_per_req_elu_cv"] > NOISY_CV))
+    return base.assign(noisy=lambda d: (d["req_per_s_cv"] > NOISY_CV) | (d[f"{headline}_cv"] > NOISY_CV))
 
 
 #: Paired ratios of a server's figure over its baseline's, per round: (column prefix, figure).
 RATIOS = {
-    "cost": "us_per_req_elu",  # the headline: event-loop CPU per request, server / baseline (< 1: cheaper)
+    "cost": DEFAULT_HEADLINE,  # the headline (config's headline, ratio_figures()), server / baseline (< 1: cheaper)
     "cost_oncpu": "us_per_req_oncpu",  # the event loop's own on-CPU time per request, server / baseline
     "cost_cpu": "us_per_req_cpu",  # process CPU per request, server / baseline
     "throughput": "req_per_s",  # req/s, server / baseline (> 1: faster)
 }
+
+
+def ratio_figures(headline: str = DEFAULT_HEADLINE) -> dict[str, str]:
+    """RATIOS with the cost ratio reading the given headline figure."""
+    return RATIOS | {"cost": headline}
 
 
 def is_twin(server: str) -> bool:
@@ -171,8 +178,11 @@ def _partner(keys: pd.DataFrame, server: str) -> np.ndarray:
     return merged["_base"].fillna(-1).to_numpy(dtype=int)
 
 
-def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[str, np.ndarray]:
-    """Per cell, each RATIOS figure's round-by-round ratio to its partner's, summarised over the rounds both have.
+def paired_ratios(
+    samples: Samples, partner: np.ndarray, prefix: str, headline: str = DEFAULT_HEADLINE
+) -> dict[str, np.ndarray]:
+    """Per cell, each RATIOS figure's round-by-round ratio to its partner's (the cost ratio's of the headline
+    figure), summarised over the rounds both have.
 
     The ratio of each round is taken from the two runs of that round, so drift of the
     machine between rounds cancels; the median over rounds and its order-statistic
@@ -184,7 +194,7 @@ def paired_ratios(samples: Samples, partner: np.ndarray, prefix: str) -> dict[st
     has = partner >= 0
     rows, other = np.flatnonzero(has), partner[has]
     out = {}
-    for label, figure in RATIOS.items():
+    for label, figure in ratio_figures(headline).items():
         values = samples(figure)
         ratio = np.full(values.shape, np.nan)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -232,17 +242,23 @@ def _without_preempted(samples, rows, other, ratio, median, lo, hi, prefix) -> d
     return {f"cost_{prefix}_unpreempted": clean_median, f"preemption_matters_{prefix}": matters}
 
 
-def add_ratios(cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None) -> pd.DataFrame:
+def add_ratios(
+    cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None, headline: str = DEFAULT_HEADLINE
+) -> pd.DataFrame:
     """Paired per-round ratios of CPU per request and of throughput against each baseline, with intervals."""
     samples = Samples(runs) if samples is None else samples
     cols = {}
     for baseline, name in BASELINES.items():
-        cols |= paired_ratios(samples, _partner(samples.keys, baseline), name)
+        cols |= paired_ratios(samples, _partner(samples.keys, baseline), name, headline)
     return cells.merge(samples.keys.assign(**cols), on=CELL, how="left")
 
 
 def add_noise_floor(
-    cells: pd.DataFrame, runs: pd.DataFrame, samples: Samples | None = None, margin: float = outcomes.DEFAULT_MARGIN
+    cells: pd.DataFrame,
+    runs: pd.DataFrame,
+    samples: Samples | None = None,
+    margin: float = outcomes.DEFAULT_MARGIN,
+    headline: str = DEFAULT_HEADLINE,
 ) -> pd.DataFrame:
     """The A/A control's paired cost ratio (its twin over itself) beside every cell with the same peers, as a check
     of the design, and each cost ratio's outcome.
@@ -264,7 +280,7 @@ def add_noise_floor(
     for twin in twins:
         control = runtime(twin)[0][: -len(TWIN_SUFFIX)]
         partner = _partner(samples.keys, control)
-        ratios = paired_ratios(samples, partner, "aa")
+        ratios = paired_ratios(samples, partner, "aa", headline)
         twin_rows = (samples.keys["server"].astype(str) == twin).to_numpy() & (partner >= 0)
         aa = samples.keys[PEERS][twin_rows].assign(
             aa_cost=ratios["cost_aa"][twin_rows],
@@ -343,12 +359,16 @@ def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def compute_metrics(runs: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN) -> pd.DataFrame:
-    """The whole per-cell metrics table, typed and sorted; margin is config's equivalence_margin."""
+def compute_metrics(
+    runs: pd.DataFrame, margin: float = outcomes.DEFAULT_MARGIN, headline: str = DEFAULT_HEADLINE
+) -> pd.DataFrame:
+    """The whole per-cell metrics table, typed and sorted; margin is config's equivalence_margin, headline its
+    headline (the figure the cost ratios read, named in every row's headline_figure)."""
     samples = Samples(runs)
-    cells = cell_table(runs, samples)
-    cells = add_ratios(cells, runs, samples)
-    cells = add_noise_floor(cells, runs, samples, margin).copy()  # one block again after the columns added one by one
+    cells = cell_table(runs, samples, headline)
+    cells = add_ratios(cells, runs, samples, headline)
+    cells = add_noise_floor(cells, runs, samples, margin, headline)
+    cells = cells.assign(**{HEADLINE_COLUMN: headline}).copy()  # one block again after the columns added one by one
     cells = flag_mixed_cpu_models(cells)
     cells = add_share(cells)
     cells = pd.concat([cells, verdict(cells)], axis=1)
@@ -412,7 +432,7 @@ def geomean_scores(metrics: pd.DataFrame, runs: pd.DataFrame | None = None) -> p
     out["server_bound"] = out["cells"] == out["server_bound_cells"]
     out["score_lo"], out["score_hi"], out["rounds"] = np.nan, np.nan, 0
     if runs is not None:
-        per_round, clean = _round_scores(runs, rel)
+        per_round, clean = _round_scores(runs, rel, headline_of(metrics))
         for k, server in enumerate(out["server"].astype(str)):
             values = per_round.get(server)
             if values is None:
@@ -430,13 +450,15 @@ def geomean_scores(metrics: pd.DataFrame, runs: pd.DataFrame | None = None) -> p
     return out[SCORE_COLUMNS].sort_values("score", ascending=False).reset_index(drop=True)
 
 
-def _round_scores(runs: pd.DataFrame, rel: pd.DataFrame) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def _round_scores(
+    runs: pd.DataFrame, rel: pd.DataFrame, headline: str = DEFAULT_HEADLINE
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Per server, its score in each round (NaN where a cell lacks that round's ratio), from the paired ratios; and
     the same with NaN where any of its pairs that round had a run flagged as preempted."""
     samples = Samples(runs)
     keys = samples.keys.astype({c: str for c in ("workload", "server", "client", "stopping_rule", "stop")})
     partner = _partner(samples.keys, "node-http")
-    cost = samples("us_per_req_elu")
+    cost = samples(headline)
     ratio = np.full(cost.shape, np.nan)
     has = partner >= 0
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -5,7 +5,7 @@ One row per figure the report gives (workflow/schemas/metrics.dictionary.yaml, r
 
 - kind `ratio`: a comparison, a cell's figure over a baseline's (express, node-http, A of the A/B target, the Node.js
   or framework major compared with), paired by round: its median, interval, n (paired rounds) and, for the headline
-  event-loop CPU per request, its outcome;
+  figure (config's headline: event-loop CPU per request by default), its outcome;
 - kind `median`: a cell's own figure (CPU per request, req/s, latency, memory, start-up): median over rounds,
   interval, n (rounds);
 - kind `score`: a server's score against node-http (node-http = 100), over the scope's workloads.
@@ -19,8 +19,9 @@ import pandas as pd
 
 from nodebench import plan
 from nodebench.analysis import intervals
-from nodebench.analysis.metrics import FIGURES, RATIOS, SERVER_FIGURES
+from nodebench.analysis.metrics import FIGURES, RATIOS, SERVER_FIGURES, ratio_figures
 from nodebench.catalogue.baselines import BASELINES
+from nodebench.catalogue.figures import headline_of
 
 #: What identifies a row, in one result set and across two.
 KEY = ["scope", "kind", "workload", "server", "against", "connections", "client", "stop", "figure"]
@@ -38,8 +39,6 @@ UNITS = {
     "heap_used_peak_mb": "MiB",
     "server_startup_ms": "ms",
 } | {f: "us" for f in FIGURES if f.startswith("us_per_req")}
-#: The figure every comparison leads with: event-loop CPU per request (the only ratio with an outcome).
-HEADLINE = RATIOS["cost"]
 _STRINGS = ["scope", "kind", "workload", "server", "against", "client", "stop", "figure"]
 
 
@@ -52,14 +51,16 @@ def _rows(frame: pd.DataFrame, **columns) -> pd.DataFrame:
 
 
 def _ratio_rows(metrics: pd.DataFrame) -> list[pd.DataFrame]:
-    """Each cell's paired ratios against express and node-http, where it has any paired round."""
+    """Each cell's paired ratios against express and node-http, where it has any paired round: the cost ratio of
+    the table's headline figure (the only ratio with an outcome), then each other figure's once."""
+    headline = headline_of(metrics)
     found = []
     for baseline, name in BASELINES.items():
         if f"pairs_{name}" not in metrics:
             continue
         paired = metrics[metrics[f"pairs_{name}"].fillna(0) > 0]
-        for label, figure in RATIOS.items():
-            if f"{label}_{name}" not in paired:
+        for label, figure in ratio_figures(headline).items():
+            if f"{label}_{name}" not in paired or (label != "cost" and figure == headline):
                 continue
             rows = _rows(
                 paired, kind=("ratio",), workload="workload", server="server", against=(baseline,),
@@ -98,12 +99,14 @@ def _score_rows(scores: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ab_rows(ab: pd.DataFrame) -> list[pd.DataFrame]:
-    """The A/B target's comparisons: B's event-loop CPU per request over A's (with its outcome), and its req/s."""
+    """The A/B target's comparisons: B's headline figure over A's (with its outcome), and its req/s."""
     common = dict(
         kind=("ratio",), workload="workload", server="b", against="a", connections="connections", client="client",
         stop="stop", n="pairs", coverage="coverage", interval="interval", unit=("ratio",),
     )  # fmt: skip
-    cost = _rows(ab, **common, figure=(HEADLINE,), value="ratio", lo="ratio_lo", hi="ratio_hi", outcome="outcome")
+    cost = _rows(
+        ab, **common, figure=(headline_of(ab),), value="ratio", lo="ratio_lo", hi="ratio_hi", outcome="outcome"
+    )
     throughput = _rows(ab, **common, figure=(RATIOS["throughput"],), value="throughput_ratio")
     return [cost, throughput]
 
@@ -124,7 +127,7 @@ def _version_rows(versions: pd.DataFrame) -> pd.DataFrame:
     ]
     rows = _rows(
         v, kind=("ratio",), workload="workload", connections="connections", client="client", stop="stop",
-        figure=(HEADLINE,), value="ratio", lo="ratio_lo", hi="ratio_hi", n="pairs", coverage="coverage",
+        figure=(headline_of(versions),), value="ratio", lo="ratio_lo", hi="ratio_hi", n="pairs", coverage="coverage",
         interval="interval", outcome="outcome", unit=("ratio",),
     )  # fmt: skip
     return rows.assign(server=server, against=against)
@@ -257,13 +260,20 @@ def read(path) -> pd.DataFrame:
     return frame.assign(connections=pd.array(pd.to_numeric(frame["connections"].replace("", np.nan)), dtype="Int64"))
 
 
-def side_by_side(
-    a: pd.DataFrame, b: pd.DataFrame, kinds=("ratio", "score"), figures=(HEADLINE, "score")
-) -> pd.DataFrame:
+def headlines(frame: pd.DataFrame) -> list[str]:
+    """The figure(s) a result set's comparisons head with: its ratios with an outcome (only the headline's has one)."""
+    ratios = frame[(frame["kind"] == "ratio") & (frame["outcome"].fillna("").astype(str) != "")]
+    return sorted(set(ratios["figure"].astype(str)))
+
+
+def side_by_side(a: pd.DataFrame, b: pd.DataFrame, kinds=("ratio", "score"), figures=None) -> pd.DataFrame:
     """Rows of both result sets with the same key, A's and B's figure beside each other, and the change B / A - 1.
 
-    Only the kinds and figures asked for (None: all). `apart` is True where the two intervals do not overlap.
+    Only the kinds and figures asked for (None: the headline figures of either set and the score; with kinds None
+    too, everything). `apart` is True where the two intervals do not overlap.
     """
+    if figures is None and kinds is not None:
+        figures = (*headlines(a), *headlines(b), "score")
     keep = [*KEY, "value", "lo", "hi", "n", "outcome"]
     both = a[keep].merge(b[keep], on=KEY, how="outer", suffixes=("_a", "_b"), indicator=True)
     if kinds is not None:
@@ -288,6 +298,12 @@ def machine_warnings(a: pd.DataFrame, b: pd.DataFrame) -> list[str]:
     """A warning per machine property (CPU model, CPU count, kernel) in which the two result sets differ, and a
     note per software property (Node.js, commit) that differs, which is often the point of comparing them."""
     lines = []
+    if headlines(a) and headlines(b) and headlines(a) != headlines(b):
+        lines.append(
+            f"WARNING: the two result sets head with different figures (config's headline; A: "
+            f"{', '.join(headlines(a))}; B: {', '.join(headlines(b))}): only ratios of one figure are set side by "
+            "side, and the outcomes and scores were decided on different figures"
+        )
     words = {"cpu_model": "CPU models", "cpu_count": "CPU counts", "kernel": "kernels"}
     for column, word in words.items():
         va, vb = _distinct(a, column), _distinct(b, column)

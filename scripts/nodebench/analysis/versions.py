@@ -21,6 +21,7 @@ import pandas as pd
 
 from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.metrics import PEERS, Samples, paired_ratios
+from nodebench.catalogue.figures import HEADLINE_COLUMN, headline_of
 from nodebench.plan import MAJORS, SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
 #: The Node.js major every other major is compared with.
@@ -33,7 +34,7 @@ COLUMNS = [
     "kind", "server", "node", "compared_to", "workload", "connections", "client", "stop",
     "ratio", "ratio_lo", "ratio_hi", "throughput_ratio", "pairs", "coverage", "interval",
     "us_per_req", "us_per_req_compared", "noise_floor", "noise_floor_log", "outcome", "equivalence_margin",
-    "preempted_runs", "preempted_runs_compared", "pair_gap_min", "pair_gap_max_min",
+    "preempted_runs", "preempted_runs_compared", "pair_gap_min", "pair_gap_max_min", HEADLINE_COLUMN,
 ]  # fmt: skip
 
 
@@ -65,7 +66,8 @@ def table(
     keys = samples.keys
     names = [runtime(s) for s in keys["server"].astype(str)]
     reference = reference_node(names, reference)
-    cost = samples("us_per_req_elu")
+    headline = headline_of(metrics)  # the figure the metrics' cost ratios (and their noise floors) read
+    cost = samples(headline)
     median_cost = intervals.median_interval(cost)[0]
     preempted = _preempted(metrics, keys)
     comparisons = {
@@ -87,7 +89,7 @@ def table(
         has = partner >= 0
         if not has.any():
             continue
-        ratios = paired_ratios(samples, partner, kind)
+        ratios = paired_ratios(samples, partner, kind, headline)
         rows = keys[has].assign(
             kind=kind,
             server=[names[i][0] for i in np.flatnonzero(has)],
@@ -115,6 +117,7 @@ def table(
     out["interval"] = [intervals.describe(int(n)) for n in out["pairs"]]
     out["noise_floor"] = outcomes.relative(out["noise_floor_log"])
     out["equivalence_margin"] = float(margin)
+    out[HEADLINE_COLUMN] = headline
     out["outcome"] = pd.Series(outcomes.decide(out["ratio_lo"], out["ratio_hi"], margin), index=out.index, dtype=object)
     out = out.astype({"workload": str, "client": str, "stop": str})
     return (

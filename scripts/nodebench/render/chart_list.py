@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from nodebench.catalogue import thresholds
+from nodebench.catalogue import figures, thresholds
 
 
 class ScopeFacts(NamedTuple):
@@ -184,6 +184,8 @@ CAPTION_FIELDS["interval"] = (
 )
 
 
-def caption(name: str, root: Path = Path(".")) -> str:
-    """A chart's caption for the Snakemake report, its figures filled in."""
-    return (Path(root) / CHART_LIST[name].caption_file(name)).read_text().strip().format(**CAPTION_FIELDS)
+def caption(name: str, root: Path = Path("."), headline: str = figures.DEFAULT_HEADLINE) -> str:
+    """A chart's caption for the Snakemake report, its figures filled in ({headline}: what config's headline
+    figure is, in words)."""
+    text = (Path(root) / CHART_LIST[name].caption_file(name)).read_text().strip()
+    return text.format(**CAPTION_FIELDS, headline=figures.noun(headline))

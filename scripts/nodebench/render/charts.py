@@ -17,6 +17,7 @@ from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 
 from nodebench.analysis.intervals import describe
 from nodebench.analysis.metrics import headline, is_twin, twin_of
+from nodebench.catalogue import figures
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
@@ -185,15 +186,15 @@ def _cost_panel(head: pd.DataFrame, baseline: str, scale: alt.Scale) -> alt.Laye
 
 
 def cost_ratio(metrics: pd.DataFrame) -> alt.HConcatChart | alt.Chart:
-    """The headline ratio: each server's event-loop CPU per request over express's and over node-http's, paired per
-    round, with its interval and the A/A noise floor."""
+    """The headline ratio: each server's CPU per request (the headline figure) over express's and over node-http's,
+    paired per round, with its interval and the A/A noise floor."""
     head = _no_twins(_marked(headline(metrics)))
     bases = head["server"].astype(str).map(lambda s: runtime(s)[0])
     present = [b for b in BASELINES if b in set(bases)]
     methods = [describe(int(n)) for b in present for n in head.loc[bases != b, f"pairs_{BASELINES[b]}"] if n > 0]
     title = _title(
-        "Event-loop CPU per request relative to Express and to node:http (x, log scale; below 1 is cheaper: "
-        "lower is better)",
+        f"{figures.noun_first(figures.headline_of(metrics))} per request relative to Express and to "
+        "node:http (x, log scale; below 1 is cheaper: lower is better)",
         "Points: per round, this server's CPU per request over the baseline's in the same round, median over "
         f"the rounds; {whiskers(methods)}.",
         "Grey band: how far the A/A twin came from its control (a check of the design, not a margin); "

@@ -13,6 +13,7 @@ from nodebench.analysis.costcurve import (
     movement,
 )
 from nodebench.analysis.intervals import describe
+from nodebench.catalogue import figures
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.render.document import Block, Heading, Items, Para, Table
 from nodebench.render.latency_report import _ci, _num
@@ -26,7 +27,7 @@ def _ratio(r, column: str) -> str:
     return f"{value:.2f}x" + ("" if pd.isna(lo) or pd.isna(hi) else f" [{lo:.2f}, {hi:.2f}]")
 
 
-def ratio_line(rows: pd.DataFrame, baseline: str) -> str:
+def ratio_line(rows: pd.DataFrame, baseline: str, headline: str = figures.DEFAULT_HEADLINE) -> str:
     """'**empty**, fastify / express: 0.41x [0.39, 0.44] (cheaper) at 1,000 req/s; ...; 0.14x [...] (cheaper) at
     saturation (its ELU 0.07 below express's: not at the same load, ...).', one server's ratios in load order."""
     name = "vs_express" if baseline == "express" else "vs_node_http"
@@ -50,7 +51,7 @@ def ratio_line(rows: pd.DataFrame, baseline: str) -> str:
     first = rows.iloc[0]
     pairs = sorted({int(n) for n in rows[f"pairs_{name}"].dropna()})
     method = f" (intervals over paired rounds, {'; '.join(describe(n) for n in pairs)})" if pairs else ""
-    head = f"**{first.workload}**, {first.server} / {baseline}: event-loop CPU per request "
+    head = f"**{first.workload}**, {first.server} / {baseline}: {figures.noun(headline)} per request "
     return head + "; ".join(parts) + method + "."
 
 
@@ -59,13 +60,15 @@ def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
     curve = cost_curve(metrics)
     if curve.empty:
         return []
+    headline = figures.headline_of(metrics)  # what the cost ratios (cost_vs_*) read
+    short = figures.HEADLINES[headline][0]
     lines = []
     for baseline in BASELINES:
         if not (curve["server"] == baseline).any():
             continue
         moved = movement(curve, baseline)
         for _, rows in moved.groupby(["workload", "connections", "server"], sort=True):
-            lines.append(ratio_line(rows, baseline))
+            lines.append(ratio_line(rows, baseline, headline))
     table = [
         [r.workload, r.server, r.load, _num(r.req_per_s, ",.0f"), _num(r.delivered_share, ".1%"),
          _num(r.elu_utilization, ".2f"), _ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, ".1f"),
@@ -100,9 +103,9 @@ def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
                 "ELU",
                 "ELU us/req",
                 "on-CPU us/req",
-                "vs express (ELU)",
+                f"vs express ({short})",
                 "vs express (on-CPU)",
-                "vs node:http (ELU)",
+                f"vs node:http ({short})",
                 "p99 (ms)",
                 "rounds",
                 "interval",

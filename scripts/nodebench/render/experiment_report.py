@@ -20,6 +20,7 @@ from nodebench.analysis.experiments import (
     sweep_table,
 )
 from nodebench.analysis.intervals import describe, percent
+from nodebench.catalogue import figures
 from nodebench.catalogue.clients import OPEN_LOOP
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
 from nodebench.render.costcurve_report import costcurve_blocks, sweep_blocks
@@ -147,7 +148,7 @@ def stopping_paragraph(table: pd.DataFrame, cpu_model: str) -> str:
         )
     cost = table["us_per_req_elu_count"] / table["us_per_req_elu_duration"] - 1
     parts.append(
-        f"Event-loop CPU per request, the headline figure, differs by {cost.min():+.1%} to {cost.max():+.1%} "
+        f"Event-loop CPU per request (ELU, the seeds' figure) differs by {cost.min():+.1%} to {cost.max():+.1%} "
         f"between the fixed-count and fixed-duration runs."
     )
     return " ".join([*parts, *(_row_sentence(r) for r in table.itertuples())])
@@ -514,7 +515,7 @@ def ab_sections(t: pd.DataFrame, look: dict | None) -> list[str]:
         said = outcomes.phrase(r.outcome if isinstance(r.outcome, str) else None, margin)
         out.append(
             f"- **{r.workload} at {r.connections} connections ({r.client}, {r.stop}): B costs {r.ratio:.3f}x A's "
-            f"event-loop CPU per request ({_bounds(r)}, {said})**: {r.us_per_req_b:.1f} us "
+            f"{figures.noun(figures.headline_of(t))} per request ({_bounds(r)}, {said})**: {r.us_per_req_b:.1f} us "
             f"against {r.us_per_req_a:.1f} us; throughput {r.throughput_ratio:.3f}x. {r.pairs} paired rounds "
             f"({r.interval} at a fixed n), half-width ±{r.half_width_log * 100:.1f} % on a log scale."
         )

@@ -13,6 +13,7 @@ from nodebench.analysis import looks, outcomes
 from nodebench.analysis.costcurve import SAME_LOAD_ELU
 from nodebench.analysis.intervals import describe
 from nodebench.analysis.metrics import CELL, PEERS, flagged, headline, is_twin, remeasured, twin_of
+from nodebench.catalogue import figures
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.thresholds import (
     CLIENT_BOUND_CPU,
@@ -133,12 +134,14 @@ def _ratio(r, baseline: str, per_ratio_n: bool) -> str:
 
 
 def workload_answer(label: str, cells: pd.DataFrame) -> str:
-    """One sentence: each server's event-loop CPU per request against express and node-http, with intervals."""
+    """One sentence: each server's CPU per request (the headline figure) against express and node-http, with
+    intervals."""
     servers = cells["server"].astype(str)
     present = [b for b in ANSWER_BASELINES if b in set(servers.map(_base))]
     if not present:
         return f"{label}: neither express nor node-http was measured, so there is no ratio to report."
-    rows = cells[~servers.map(is_twin)].sort_values("us_per_req_elu", na_position="last")
+    figure = figures.headline_of(cells)
+    rows = cells[~servers.map(is_twin)].sort_values(figure, na_position="last")
     ns = {
         int(getattr(r, f"pairs_{BASELINES[b]}"))
         for r in rows.itertuples()
@@ -154,7 +157,7 @@ def workload_answer(label: str, cells: pd.DataFrame) -> str:
         first, *rest = ratios
         if not clauses:
             # The first clause says what the ratio is of; the others follow its pattern.
-            first = "costs " + first.replace("'s (", "'s event-loop CPU per request (", 1)
+            first = "costs " + first.replace("'s (", f"'s {figures.noun(figure)} per request (", 1)
         clauses.append(f"{r.server} {first}" + "".join(f" and {x}" for x in rest))
     tail = []
     if len(ns) == 1:
@@ -206,12 +209,13 @@ def unequal_load(rows: pd.DataFrame, baselines: list[str]) -> list[str]:
 def glance_line(label: str, cells: pd.DataFrame) -> str:
     """One short line: the cheapest server, and the costliest against it by how much and how sure (the paired
     ratio against the baseline both were compared with, its interval and outcome)."""
-    rows = cells[~cells["server"].astype(str).map(is_twin)].dropna(subset=["us_per_req_elu"])
+    figure = figures.headline_of(cells)
+    rows = cells[~cells["server"].astype(str).map(is_twin)].dropna(subset=[figure])
     if rows.empty:
         return f"{label}: nothing measured."
-    rows = rows.sort_values("us_per_req_elu")
+    rows = rows.sort_values(figure)
     cheap, dear = rows.iloc[0], rows.iloc[-1]
-    line = f"{label}: cheapest by median **{cheap.server}**, {cheap.us_per_req_elu:.1f} µs of event-loop CPU a request"
+    line = f"{label}: cheapest by median **{cheap.server}**, {cheap[figure]:.1f} µs of {figures.noun(figure)} a request"
     if len(rows) == 1:
         return line + "."
     # The costliest against the cheapest where the cheapest is a baseline; else against a baseline it was paired with.
@@ -221,7 +225,7 @@ def glance_line(label: str, cells: pd.DataFrame) -> str:
     name = BASELINES[base] if base else None
     cost = getattr(dear, f"cost_{name}", np.nan) if name else np.nan
     if pd.isna(cost):
-        return line + f"; costliest **{dear.server}**, {dear.us_per_req_elu:.1f} µs (no paired ratio)."
+        return line + f"; costliest **{dear.server}**, {dear[figure]:.1f} µs (no paired ratio)."
     lo, hi = getattr(dear, f"cost_{name}_lo"), getattr(dear, f"cost_{name}_hi")
     n = int(getattr(dear, f"pairs_{name}"))
     decided = getattr(dear, f"outcome_{name}", None)
@@ -286,15 +290,16 @@ def machine_state(runs: pd.DataFrame, metrics: pd.DataFrame) -> str:
         head = headline(metrics)
         rows = head[head["server"].astype(str) == reference]
         rows = rows.set_index(rows["workload"].astype(str)).loc[ordered(rows["workload"].astype(str))]
-        figures = [
-            f"{ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, '.1f', ' µs')} on {r.Index}"
-            for r in rows.itertuples()
+        fig = figures.headline_of(metrics)
+        values = [
+            f"{ci(r[fig], r[f'{fig}_lo'], r[f'{fig}_hi'], '.1f', ' µs')} on {workload}"
+            for workload, r in rows.iterrows()
         ]
-        if figures:
-            figures[0] = figures[0].replace(" on ", " of event-loop CPU per request on ", 1)
+        if values:
+            values[0] = values[0].replace(" on ", f" of {figures.noun(fig)} per request on ", 1)
         methods = "; ".join(sorted(set(rows["interval"].astype(str))))
         who = f"the A/A control, {reference}," if control else f"{reference} (there is no A/A control in these runs)"
-        parts.append(f"{who} at the headline connections: {', '.join(figures)} ({methods})")
+        parts.append(f"{who} at the headline connections: {', '.join(values)} ({methods})")
     else:
         parts.append("neither an A/A control nor node-http was measured, so no reference cell")
     models = sorted(runs["cpu_model"].astype(str).unique())
@@ -562,13 +567,15 @@ def _cross(metrics: pd.DataFrame) -> np.ndarray:
 
 
 def cell_table(cells: pd.DataFrame, control: str | None, with_connections: bool = False) -> Table:
-    """One row per cell, in the order given: CPU per request first, then the paired ratios, throughput, latency."""
+    """One row per cell, in the order given: CPU per request first (the headline figure), then the paired ratios,
+    throughput, latency."""
+    figure = figures.headline_of(cells)
     columns = [
         "server",
         *(["conn"] if with_connections else []),
         "flags",
         "runs",
-        "µs/req ELU [interval]",
+        f"{figures.label(figure)} [interval]",
         "µs/req CPU",
         "cost vs express [interval]",
         "cost vs node-http [interval]",
@@ -587,7 +594,7 @@ def cell_table(cells: pd.DataFrame, control: str | None, with_connections: bool 
                 *([str(r.connections)] if with_connections else []),
                 ", ".join(_flags(r, cross)),
                 str(r.rounds),
-                ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, ".1f"),
+                ci(getattr(r, figure), getattr(r, f"{figure}_lo"), getattr(r, f"{figure}_hi"), ".1f"),
                 "n/a" if pd.isna(r.us_per_req_cpu) else f"{r.us_per_req_cpu:.1f}",
                 ci(r.cost_vs_express, r.cost_vs_express_lo, r.cost_vs_express_hi, ".2f", "x"),
                 ci(r.cost_vs_node_http, r.cost_vs_node_http_lo, r.cost_vs_node_http_hi, ".2f", "x"),
@@ -608,7 +615,7 @@ def _ms(value: float) -> str:
 
 def by_cost(cells: pd.DataFrame) -> pd.DataFrame:
     """Cells sorted by the headline figure, cheapest first (within each connection count)."""
-    return cells.sort_values(["connections", "us_per_req_elu"], na_position="last", kind="stable")
+    return cells.sort_values(["connections", figures.headline_of(cells)], na_position="last", kind="stable")
 
 
 def key(metrics: pd.DataFrame) -> list[str]:
@@ -617,13 +624,15 @@ def key(metrics: pd.DataFrame) -> list[str]:
     for name in BASELINES.values():
         if f"pairs_{name}" in metrics:
             ns |= {int(n) for n in metrics[f"pairs_{name}"] if n > 0}
+    figure = figures.headline_of(metrics)
     items = [
-        "**µs/req ELU**: event-loop CPU per request in microseconds (ELU x 1e6 / req/s), the headline figure: "
-        "lower is better; each table is sorted by it, cheapest first. **µs/req CPU**: process CPU (user + "
-        "system) per request, which also counts GC and thread-pool work.",
-        "**cost vs express**, **cost vs node-http**: per round, this server's event-loop CPU per request over the "
-        "baseline's in the same round, then the median over the rounds both were measured in; below 1.00x is "
-        "cheaper than the baseline.",
+        f"**{figures.label(figure)}**: {figures.noun(figure)} per request in microseconds "
+        f"({figures.counted(figure)}), the headline figure (config's `headline`): lower is better; each table is "
+        "sorted by it, cheapest first. **µs/req CPU**: process CPU (user + system) per request, which also counts "
+        "GC and thread-pool work.",
+        f"**cost vs express**, **cost vs node-http**: per round, this server's {figures.noun(figure)} per request "
+        "over the baseline's in the same round, then the median over the rounds both were measured in; below 1.00x "
+        "is cheaper than the baseline.",
         "**[lo–hi]**: a distribution-free interval for the median from order statistics, the narrowest "
         f"[x(k), x(n+1-k)] that covers at least {pct(CONFIDENCE)}, or min-max with its own lower coverage when "
         f"none does; n is **runs** for a figure, paired rounds for a ratio. Here: "
@@ -815,7 +824,7 @@ def share_table(metrics: pd.DataFrame) -> Table:
         "µs/req ELU",
         "share (reference model)",
         "share (baseline model)",
-        "cost vs express",
+        f"cost vs express ({figures.HEADLINES[figures.headline_of(metrics)][0]})",
     ]
     return Table(columns, rows, "llrrrrr")
 
@@ -885,7 +894,8 @@ def body(
             Heading(2, "Score"),
             Para(
                 "Per server, 100 x the geometric mean over workloads of 1 / cost vs node-http (the paired ratio of "
-                "event-loop CPU per request; connection counts averaged within a workload first): node-http = 100, "
+                f"{figures.noun(figures.headline_of(metrics))} per request; connection counts averaged within a "
+                "workload first): node-http = 100, "
                 "higher is cheaper. It is taken per round, from each cell's ratio of that round, and given as the "
                 "median over rounds with its order-statistic interval. A score over cells that are not all "
                 "server-bound also measures the client or the database; *without disturbed runs* is the same score "

@@ -5,6 +5,7 @@ import altair as alt
 import pandas as pd
 
 from nodebench.analysis.versions import MAJOR_NAMES, node_label
+from nodebench.catalogue import figures
 from nodebench.render.theme import server_scale
 
 
@@ -65,7 +66,8 @@ def versions(t: pd.DataFrame) -> alt.VConcatChart:
         title=alt.TitleParams(
             "Does upgrading change what a request costs?",
             subtitle=[
-                "Event-loop CPU (ELU) per request; point: median over rounds of ratios paired within a round; "
+                f"{figures.noun_first(figures.headline_of(t))} per request; point: median over rounds of "
+                "ratios paired within a round; "
                 f"line: its order-statistic interval ({coverage}). Below 1: cheaper after the upgrade."
             ],
         )

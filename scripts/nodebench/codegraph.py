@@ -7,15 +7,18 @@ the rules whose entry scripts import it, directly or not, and nothing else:
   (import statements anywhere in a module, including inside functions), with the
   package __init__ files that importing them runs;
 - js_files(file): the files a Node.js file loads with require('./...'), transitively
-  (package imports are covered by the lockfile).
+  (package imports are covered by the lockfile); from nodebench/jsrequire.py.
 """
 
 import ast
 import functools
 import json
 import os
-import re
 from pathlib import Path
+
+# A measurement job's own code needs js_files too (the open-loop client's version hashes the files it requires), so
+# it lives in a module of its own: this one, the rule layer's, is no input of any measurement.
+from nodebench.jsrequire import js_files  # noqa: F401  (codegraph.js_files, as the workflow calls it)
 
 PACKAGE = "nodebench"
 #: Parsing every module takes ~0.1 s of each Snakemake start; what each file imports is kept here,
@@ -110,26 +113,3 @@ def python_modules(script: str, root: str = "scripts") -> tuple[str, ...]:
         _save_cache()
         _PARSED.clear()
     return tuple(sorted(str(p) for p in seen.values()))
-
-
-REQUIRE = re.compile(r"""require\(\s*['"](\.{1,2}/[^'"]+)['"]\s*\)""")
-
-
-@functools.cache
-def js_files(file: str) -> tuple[str, ...]:
-    """The local files `file` loads with require('./...'), transitively (itself not included), sorted."""
-    found: set[Path] = set()
-    todo = [Path(file)]
-    while todo:
-        current = todo.pop()
-        for rel in REQUIRE.findall(current.read_text()):
-            target = Path(os.path.normpath(current.parent / rel))
-            if target.suffix == "" and target.with_suffix(".js").is_file():
-                target = target.with_suffix(".js")
-            if not target.is_file():
-                raise FileNotFoundError(f"{current} requires {rel!r}, which is not a file ({target})")
-            if target not in found:
-                found.add(target)
-                if target.suffix == ".js":
-                    todo.append(target)
-    return tuple(sorted(str(p) for p in found))

@@ -147,3 +147,25 @@ def test_a_report_asked_for_before_the_run_names_the_target_to_run_first():
     # Finished, or no report asked for: nothing to say.
     assert targets.report_problem(["--report", "r.html"], scopes, exists=lambda path: True) == []
     assert targets.report_problem(["reports/all"], scopes, exists=none) == []
+
+
+def test_a_measurement_depends_on_the_harness_not_on_the_rule_layers_code():
+    """A measurement job's code inputs are what its script imports: editing how the workflow computes them (codegraph)
+    or what it plans (targets, plan) must not re-measure every cell."""
+    import os
+
+    from nodebench import codegraph
+
+    here = os.getcwd()
+    os.chdir(REPO)
+    try:
+        found = set(codegraph.python_modules("scripts/measure_run.py"))
+    finally:
+        os.chdir(here)
+    assert "scripts/nodebench/harness/measure.py" in found and "scripts/nodebench/jsrequire.py" in found
+    assert not found & {
+        "scripts/nodebench/codegraph.py",
+        "scripts/nodebench/targets.py",
+        "scripts/nodebench/plan.py",
+        "scripts/nodebench/recovery.py",
+    }, sorted(found)

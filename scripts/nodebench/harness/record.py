@@ -110,7 +110,7 @@ def client_version(name: str, lockfile: Path) -> str:
         # The project's own client: its version is its files' content (its file and those it requires).
         import hashlib
 
-        from nodebench.codegraph import js_files
+        from nodebench.jsrequire import js_files
 
         main = CLIENTS[name].files[0]
         digest = hashlib.sha256()

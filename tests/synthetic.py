@@ -6,8 +6,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pandas as pd
 
-from nodebench import plan
-from nodebench import targets as paths
+from nodebench import runs
 from nodebench.catalogue.clients import Stop
 from nodebench.catalogue.workloads import WORKLOADS
 
@@ -158,7 +157,7 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
         _, workload, server, connections, client, stop, round_ = run
         rule = Stop.parse(stop)
         r = copy.deepcopy(templates[(client, rule.rule)])
-        name, node = plan.runtime(server)
+        name, node = runs.runtime(server)
         w = WORKLOADS[workload]
         us = (FRAMEWORK_US.get(name.removesuffix("-aa"), 150.0) + WORKLOAD_US.get(workload, 300.0)) * rng.lognormal(
             0, 0.03
@@ -235,15 +234,15 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
         for key in ("status_counts", "server_statuses"):
             if r.get(key) is not None:
                 r[key] = statuses
-        if node != plan.SYSTEM_NODE:
+        if node != runs.SYSTEM_NODE:
             r.update(
                 node_version=f"v{node}.0.0", node_binary=f"data/toolchain/node{node}/bin/node", node_sha256="0" * 64
             )
         if rule.rule == "count" and r.get("last_response_s") is not None:
             r.update(last_response_s=window * 0.95, first_connection_done_s=window * 0.9)
-        records[paths.record_path(*run)] = r
+        records[runs.record_path(*run)] = r
     failures = {
-        paths.failure_path(*cell): {
+        runs.failure_path(*cell): {
             **dict(zip(("workload", "server", "connections", "client", "stop"), cell, strict=True)),
             "started_at": start.isoformat(),
             "outcome": "failed",

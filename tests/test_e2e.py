@@ -15,7 +15,7 @@ from nodebench.analysis.verdict import VERDICTS
 from nodebench.catalogue.thresholds import OPENLOOP_NAP_MAX_RATE
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.harness import procs, server
-from nodebench.plan import TWIN_SUFFIX
+from nodebench.runs import TWIN_SUFFIX
 
 # The tiny matrix (conftest.TINY_CONFIG), with node-http measured twice: node-http-aa is its A/A twin.
 TINY_SERVERS = ("node-http", "node-http-aa", "express", "fastify")

@@ -26,7 +26,7 @@ from conftest import (
     scratch_postgres,
     snakemake,
 )
-from nodebench import targets
+from nodebench import runs
 from nodebench.harness import pgcluster, procs
 from nodebench.plan import MAIN_BLOCK
 
@@ -34,7 +34,7 @@ from nodebench.plan import MAIN_BLOCK
 def record(
     project: Path, server: str, workload: str = "point-lookup", connections: int = 10, client: str = "autocannon"
 ) -> Path:
-    return project / targets.record_path(MAIN_BLOCK, workload, server, connections, client, "1s", 1)
+    return project / runs.record_path(MAIN_BLOCK, workload, server, connections, client, "1s", 1)
 
 
 def measure_one(project: Path, server: str, *extra, connections: int = 10):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from nodebench import plan
+from nodebench import plan, runs
 from nodebench.catalogue.clients import CLIENTS
 from nodebench.catalogue.clients import problems as client_problems
 from nodebench.catalogue.workloads import WORKLOADS
@@ -215,9 +215,9 @@ def _frameworks(servers, workloads, where: str, servers_dir: Path, available: li
 
 
 def _twin_clash(control: str | None, where: str, available: list[str]) -> Iterator[str]:
-    if control and plan.twin(control) in available:
+    if control and runs.twin(control) in available:
         yield (
-            f"config {where}: the A/A twin's name {plan.twin(control)!r} is also servers/{plan.twin(control)}.js; "
+            f"config {where}: the A/A twin's name {runs.twin(control)!r} is also servers/{runs.twin(control)}.js; "
             "rename that file"
         )
 
@@ -287,15 +287,15 @@ def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
     if plan.AB in (config.get("experiments") or {}):
         yield f"config key 'experiments' has an experiment named {plan.AB!r}, the A/B target's name; rename it"
     for side in ("a", "b"):
-        server, node = plan.runtime(ab[side])
+        server, node = runs.runtime(ab[side])
         yield from _servers([server], f"{plan.AB}.{side}", available)
-        if node != plan.SYSTEM_NODE and not 20 <= int(node) <= 99:
+        if node != runs.SYSTEM_NODE and not 20 <= int(node) <= 99:
             yield f"config key '{plan.AB}.{side}' is {ab[side]!r}: Node.js majors are 20 to 99"
-    a, b = (plan.runtime(ab[side]) for side in ("a", "b"))
-    if a[0] == b[0] and (a[1] == b[1] or (plan.SYSTEM_NODE not in (a[1], b[1]) and int(a[1]) == int(b[1]))):
+    a, b = (runs.runtime(ab[side]) for side in ("a", "b"))
+    if a[0] == b[0] and (a[1] == b[1] or (runs.SYSTEM_NODE not in (a[1], b[1]) and int(a[1]) == int(b[1]))):
         yield f"config keys '{plan.AB}.a' and '{plan.AB}.b' are both {ab['a']!r}: an A/B compares two different builds"
     yield from _workloads(ab["workloads"], f"{plan.AB}.workloads")
-    servers = [plan.runtime(ab[side])[0] for side in ("a", "b")]
+    servers = [runs.runtime(ab[side])[0] for side in ("a", "b")]
     yield from _frameworks(servers, ab["workloads"], f"{plan.AB}.workloads", servers_dir, available)
     known = [WORKLOADS[w] for w in ab["workloads"] if w in WORKLOADS]
     bad = client_problems(ab["client"], {"duration": [ab["duration_s"]]}, known)

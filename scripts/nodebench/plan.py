@@ -19,48 +19,26 @@ ratio is what the machine's noise alone makes of two identical servers. An exper
 matrix can name its own `control` the same way.
 
 Node.js versions: config's `node_versions` (and an experiment matrix's own) lists Node.js majors, or
-`system` for the Node.js that runs the pipeline (config's `node`, the default). A cell's
-server on another Node.js than the pipeline's is named `<server>@node<major>` everywhere:
-its record path, the runs table, metrics and reports. So cells on the pipeline's own Node.js
-keep their names and paths, and adding a version plans only that version's cells.
+`system` for the Node.js that runs the pipeline (config's `node`, the default). How a server on
+another Node.js, and the control's twin, are named is runs.py's, as is where a run's record goes.
 """
 
 import random
 
 from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
 from nodebench.catalogue.workloads import WORKLOADS
+from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime, twin
 
 #: The main matrix's load generator when config does not name one.
 MAIN_CLIENT = "wrk"
-TWIN_SUFFIX = "-aa"
 #: Measurement jobs' priorities count down from here, one per run in plan order; the
 #: client probe runs above them all.
 FIRST_PRIORITY = 1_000_000
 PROBE_PRIORITY = 2 * FIRST_PRIORITY
 #: A framework configuration's current major -> its previous major's (servers/<name>.js, npm aliases).
 MAJORS = {"express": "express4", "fastify": "fastify4"}
-#: The Node.js that runs the pipeline (config's `node`), as a `node_versions` entry.
-SYSTEM_NODE = "system"
-#: Between a server's name and the Node.js major it runs on: express@node22.
-RUNTIME_MARK = "@node"
 #: The main matrix's block of runs (an experiment's block is its name).
 MAIN_BLOCK = "main"
-
-
-def twin(server: str) -> str:
-    """The A/A control's second name for a server."""
-    return f"{server}{TWIN_SUFFIX}"
-
-
-def on_node(server: str, node) -> str:
-    """A server's name on a Node.js: itself on the pipeline's own, <server>@node<major> on another."""
-    return server if str(node) == SYSTEM_NODE else f"{server}{RUNTIME_MARK}{node}"
-
-
-def runtime(label: str) -> tuple[str, str]:
-    """(server, Node.js) of a cell's server name: ("express", "22") for express@node22, ("express", "system")."""
-    server, mark, major = label.partition(RUNTIME_MARK)
-    return server, (major if mark else SYSTEM_NODE)
 
 
 def node_versions(config: dict, matrix: dict | None = None) -> list[str]:

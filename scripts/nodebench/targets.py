@@ -18,10 +18,9 @@ from nodebench.catalogue.clients import CLIENTS, OPEN_LOOP, Stop
 from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
+from nodebench.runs import SYSTEM_NODE, failure_path, record_path, record_stop, runtime, twin
 
 # --- The path table ----------------------------------------------------------------------
-RECORD = "data/runs/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.json"
-FAILURE = "data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json"
 TABLE = "data/{scope}/{table}.parquet"
 SUMMARY = "reports/{scope}/summary.md"
 PAGE = "reports/{scope}/index.html"
@@ -56,16 +55,6 @@ RUN_SCHEMA = "workflow/schemas/run-record.schema.yaml"
 CATALOGUE_MODULE = "scripts/nodebench/catalogue/workloads.py"
 #: The whole matrix's scope name.
 OVERALL = "overall"
-
-
-def record_path(block, workload, server, connections, client, stop, round_) -> str:
-    """A run's record, under the block that measured it (plan.MAIN_BLOCK or an experiment's name)."""
-    cell = {"workload": workload, "server": server, "connections": connections, "client": client, "stop": stop}
-    return RECORD.format(block=block, **cell, round=round_)
-
-
-def failure_path(workload, server, connections, client, stop) -> str:
-    return FAILURE.format(workload=workload, server=server, connections=connections, client=client, stop=stop)
 
 
 def chart_path(scope: str, chart: str, ext: str) -> str:
@@ -294,13 +283,13 @@ class Targets:
         # The server's Node.js: the pipeline's own as described, or an installed major's binary and description.
         # The pipeline's own also where it runs the client (autocannon's driver), so that a change of it
         # re-measures only the cells it runs in.
-        _, node = plan.runtime(server)
-        if node == plan.SYSTEM_NODE:
+        _, node = runtime(server)
+        if node == SYSTEM_NODE:
             inputs["server_node"] = SYSTEM_NODE_INFO
         else:
             inputs["server_node"] = NODE_INFO.format(major=node)
             inputs["server_binary"] = NODE_BINARY.format(major=node)
-        if node == plan.SYSTEM_NODE or client.program is None:
+        if node == SYSTEM_NODE or client.program is None:
             inputs["pipeline_node"] = SYSTEM_NODE_INFO
         if client.open_loop and run is not None:
             # Its rate is a share of the req/s its closed-loop cell measured in the same round (that run's record), or a
@@ -367,7 +356,7 @@ class Targets:
                 "allow_shared_cpu": c["allow_shared_cpu"],
                 "remeasure_attempts": c["remeasure"]["attempts"],
                 "database": self.database_params(),
-                "runtime": plan.runtime(server)[1],
+                "runtime": runtime(server)[1],
             },
             sort_keys=True,
         )
@@ -405,7 +394,7 @@ class Targets:
             else:
                 controls = {m["control"] for m in self.experiments.get(claim["scope"], {}).get("matrices", [])
                             if m.get("control")}  # fmt: skip
-            pair = controls | {plan.twin(c) for c in controls}
+            pair = controls | {twin(c) for c in controls}
             peers = {plan.peer_key(c) for c in found}
             found += [c for c in planned if c[1] in pair and plan.peer_key(c) in peers]
         return list(dict.fromkeys(found))
@@ -563,7 +552,6 @@ REPORT_TARGET = re.compile(r"reports/([^/.]+)(/.*)?")
 #: 2026-12-03 (README, Targets). A slow state of the machine doubles it (harness_overhead_s 0.88 s plus 0.1 s of
 #: Snakemake between jobs, docs/performance.md); the limit it is checked against is hours, not seconds.
 RUN_OVERHEAD_S = 0.6
-RECORD_STOP = re.compile(r"/[a-z_]+-(?P<stop>[^/]+)/r\d+\.json$")
 
 
 def valid_targets(scopes) -> list[str]:
@@ -662,7 +650,7 @@ def measuring_seconds(records, warmup_s: float) -> float:
     the job's own time."""
     total = 0.0
     for record in records:
-        stop = Stop.parse(RECORD_STOP.search(record)["stop"])
+        stop = Stop.parse(record_stop(record))
         total += warmup_s + (stop.value if stop.rule == "duration" else 0.0) + RUN_OVERHEAD_S
     return total
 

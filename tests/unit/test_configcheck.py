@@ -325,14 +325,13 @@ def test_the_estimate_counts_each_runs_window():
 
 def test_the_estimate_reads_every_clients_record_path():
     # ab_close broke the estimate (the record's client was read as letters only): every client's, each rule.
-    from nodebench import targets
+    from nodebench import runs
     from nodebench.catalogue.clients import CLIENTS
 
     for name, client in CLIENTS.items():
         stop = {"count": "100req", "duration": "5s"}[client.rules[0]] + ("-at50" if client.open_loop else "")
-        record = targets.RECORD.format(block="b", workload="empty", server="express", connections=1, client=name,
-                                       stop=stop, round=1)  # fmt: skip
-        assert targets.RECORD_STOP.search(record)["stop"] == stop, name
+        record = runs.record_path("b", "empty", "express", 1, name, stop, 1)
+        assert runs.record_stop(record) == stop, name
 
 
 def test_an_unknown_target_gets_the_nearest_one_and_the_list():

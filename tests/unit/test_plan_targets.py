@@ -5,7 +5,7 @@ import importlib
 import pytest
 from test_configcheck import REPO, shipped
 
-from nodebench import plan, targets
+from nodebench import plan, runs, targets
 from nodebench.render import chart_list
 from nodebench.render.chart_list import CHART_LIST, ScopeFacts, charts_for
 
@@ -22,9 +22,9 @@ def tiny(**overrides) -> dict:
 
 
 def test_a_record_path_names_every_part_of_its_run():
-    path = targets.record_path("main", "empty", "express@node22", 50, "wrk", "5s", 3)
+    path = runs.record_path("main", "empty", "express@node22", 50, "wrk", "5s", 3)
     assert path == "data/runs/main/empty/express@node22/c50/wrk-5s/r3.json"
-    failure = targets.failure_path("block", "express", 50, "ab", "200req")
+    failure = runs.failure_path("block", "express", 50, "ab", "200req")
     assert failure == "data/failures/block/express/c50/ab-200req.json"
 
 
@@ -32,7 +32,7 @@ def test_a_scope_lists_its_records_tables_reports_and_charts():
     t = targets.Targets(tiny())
     outputs = t.outputs("overall")
     assert [p for p in outputs if p.startswith("data/runs/")] == [
-        targets.record_path("main", "empty", s, 10, "wrk", "5s", r) for s in ("node-http", "express") for r in (1, 2)
+        runs.record_path("main", "empty", s, 10, "wrk", "5s", r) for s in ("node-http", "express") for r in (1, 2)
     ]
     assert {"data/overall/runs.parquet", "data/overall/metrics.parquet", "data/overall/scores.parquet"} <= set(outputs)
     assert {"reports/overall/summary.md", "reports/overall/index.html"} <= set(outputs)
@@ -83,13 +83,13 @@ def test_an_open_loop_cell_reads_its_capacity_from_its_wrk_cell_of_the_same_roun
         assert mine[0] == (w, s, 50, "wrk", "5s") and mine[-1] == (w, s, 50, "wrk", "5s-end") and len(mine) == 6
     block = t.block_of("latency")
     inputs = t.measure_inputs("empty", "express", "openloop", block, ("50", "5s-at75", "2"))
-    assert inputs["capacity"] == targets.record_path(block, "empty", "express", 50, "wrk", "5s", 2)
+    assert inputs["capacity"] == runs.record_path(block, "empty", "express", 50, "wrk", "5s", 2)
     assert inputs["client_file"] == "servers/loadgen/openloop.js"
     assert "capacity" not in t.measure_inputs("empty", "express", "wrk", block, ("50", "5s", "2"))
     # The capacity measured again waits for every open-loop run of its sweep, in its round, and only those.
     end = t.measure_inputs("empty", "express", "wrk", block, ("50", "5s-end", "2"))
     assert sorted(end["sweep"]) == [
-        targets.record_path(block, "empty", "express", 50, "openloop", f"5s-at{p}", 2) for p in (25, 50, 75, 90)
+        runs.record_path(block, "empty", "express", 50, "openloop", f"5s-at{p}", 2) for p in (25, 50, 75, 90)
     ]
     assert "sweep" not in t.measure_inputs("empty", "express", "wrk", block, ("50", "5s", "2"))
 

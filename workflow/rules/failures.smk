@@ -6,7 +6,7 @@ rule expect_failure:
     input:
         unpack(failure_inputs),
     output:
-        outcome=targets.FAILURE,
+        outcome=runs.FAILURE,
     log:
         "data/logs/failures/{workload}/{server}/c{connections}/{client}-{stop}.log",
     resources:

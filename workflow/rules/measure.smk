@@ -2,7 +2,7 @@ rule measure_run:
     input:
         unpack(measure_inputs),
     output:
-        record=targets.RECORD,
+        record=runs.RECORD,
     log:
         "data/logs/measure/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.log",
     priority: measure_priority

@@ -42,7 +42,7 @@ from nodebench.analysis.outcomes import log_floor
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.claimfile import COMPARES, POINT_UNITS, SELECTOR_KEYS, describe_selector, names_in  # noqa: F401
-from nodebench.plan import TWIN_SUFFIX
+from nodebench.runs import TWIN_SUFFIX
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"

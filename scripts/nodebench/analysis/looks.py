@@ -25,9 +25,10 @@ import pandas as pd
 
 from nodebench.analysis import ab as ab_analysis
 from nodebench.analysis import intervals
-from nodebench.analysis.metrics import compute_metrics, is_twin
+from nodebench.analysis.metrics import compute_metrics
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
+from nodebench.runs import is_twin
 
 #: What stopping on width may cost an interval's coverage, below the looks' lowest fixed-n coverage (see above).
 ALLOWANCE = 0.015

@@ -8,7 +8,7 @@ from nodebench.analysis.verdict import verdict
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN, headline_of
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
-from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
+from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, is_twin, on_node, runtime
 
 # A cell: what was measured and how the load was made. stop is the rule with its
 # value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
@@ -151,17 +151,6 @@ RATIOS = {
 def ratio_figures(headline: str = DEFAULT_HEADLINE) -> dict[str, str]:
     """RATIOS with the cost ratio reading the given headline figure."""
     return RATIOS | {"cost": headline}
-
-
-def is_twin(server: str) -> bool:
-    """An A/A control's second name, on any Node.js: node-http-aa, node-http-aa@node22."""
-    return runtime(server)[0].endswith(TWIN_SUFFIX)
-
-
-def twin_of(twin: str) -> str:
-    """The server a twin repeats, on its Node.js: node-http@node22 for node-http-aa@node22."""
-    name, node = runtime(twin)
-    return on_node(name[: -len(TWIN_SUFFIX)], node)
 
 
 def _partner(keys: pd.DataFrame, server: str) -> np.ndarray:

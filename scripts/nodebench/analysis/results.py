@@ -17,7 +17,7 @@ so that a file read alone says what it was measured on.
 import numpy as np
 import pandas as pd
 
-from nodebench import plan
+from nodebench import runs
 from nodebench.analysis import intervals
 from nodebench.analysis.metrics import FIGURES, RATIOS, SERVER_FIGURES, ratio_figures
 from nodebench.catalogue.baselines import BASELINES
@@ -113,7 +113,7 @@ def _ab_rows(ab: pd.DataFrame) -> list[pd.DataFrame]:
 
 def _label(server: str, node: str) -> str:
     """A server on a Node.js as the runs name it: express@node22, or express on the pipeline's own."""
-    return server if node == plan.SYSTEM_NODE else f"{server}{plan.RUNTIME_MARK}{node}"
+    return runs.on_node(server, node)
 
 
 def _version_rows(versions: pd.DataFrame) -> pd.DataFrame:

@@ -22,7 +22,8 @@ import pandas as pd
 from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.metrics import PEERS, Samples, paired_ratios
 from nodebench.catalogue.figures import HEADLINE_COLUMN, headline_of
-from nodebench.plan import MAJORS, SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
+from nodebench.plan import MAJORS
+from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 
 #: The Node.js major every other major is compared with.
 REFERENCE_NODE = "20"

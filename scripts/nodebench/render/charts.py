@@ -16,15 +16,15 @@ import vl_convert
 from altair.utils.html import INLINE_HTML_TEMPLATE, spec_to_html
 
 from nodebench.analysis.intervals import describe
-from nodebench.analysis.metrics import headline, is_twin, twin_of
+from nodebench.analysis.metrics import headline
 from nodebench.catalogue import figures
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU, pct
 from nodebench.catalogue.workloads import ordered
-from nodebench.plan import SYSTEM_NODE, runtime
 from nodebench.render.chart_list import CHART_LIST
 from nodebench.render.page import vega_bundle
 from nodebench.render.theme import BOUND_OPACITY, NOT_SERVER_BOUND, server_scale
+from nodebench.runs import SYSTEM_NODE, is_twin, runtime, twin_of
 
 #: Vega-Lite filter that keeps rows with an interval: a cell measured once has none, and draws no whisker.
 HAS_INTERVAL = "isValid(datum.lo) && isFinite(datum.lo) && isValid(datum.hi) && isFinite(datum.hi)"

@@ -12,7 +12,7 @@ import pandas as pd
 from nodebench.analysis import looks, outcomes
 from nodebench.analysis.costcurve import SAME_LOAD_ELU
 from nodebench.analysis.intervals import describe
-from nodebench.analysis.metrics import CELL, PEERS, flagged, headline, is_twin, remeasured, twin_of
+from nodebench.analysis.metrics import CELL, PEERS, flagged, headline, remeasured
 from nodebench.catalogue import figures
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.thresholds import (
@@ -24,9 +24,9 @@ from nodebench.catalogue.thresholds import (
     pct,
 )
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS, ordered
-from nodebench.plan import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
 from nodebench.render.document import Block, Heading, Items, Para, Table, to_markdown
 from nodebench.render.latency_report import server_blocks
+from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, is_twin, on_node, runtime, twin_of
 
 #: The runs' provenance columns machine_line() reads.
 PROVENANCE = [

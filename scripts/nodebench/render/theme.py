@@ -5,7 +5,7 @@ import altair as alt
 # Fixed colours so a server looks the same in every chart; unknown servers get grey.
 SERVER_COLORS = {
     "node-http": "#4c4c4c",
-    # The A/A control's twin (plan.twin("node-http")): the same server, a lighter grey.
+    # The A/A control's twin (runs.twin("node-http")): the same server, a lighter grey.
     "node-http-aa": "#a6a6a6",
     "express": "#d62728",
     "express-lean": "#ff9896",

@@ -1,0 +1,77 @@
+"""A run's identity, in one place: how a server is named on a Node.js and as the A/A control's twin, and where a
+run's record and a failing cell's outcome are written (issue 37: no other module builds or parses these).
+
+A cell is (workload, server, connections, load generator, stop); a run is a cell in one round, measured in a
+block (plan.MAIN_BLOCK or an experiment's name). A server's name carries two marks:
+
+- the Node.js it runs on, when not the pipeline's own: `<server>@node<major>` (express@node22), everywhere: its
+  record path, the runs table, the metrics and the reports; on the pipeline's own Node.js (config's `node`,
+  `system` in `node_versions`) the name is the server's alone, so those cells keep their names and paths;
+- the A/A control's second name, `<server>-aa`: the same server file measured again in every round under
+  another name (config's `control`), whose ratio to the first is what the machine's noise alone makes of two
+  identical servers.
+
+The ground floor: standard library only, no other module of the package.
+"""
+
+import re
+
+#: The A/A control's twin is the control's name with this suffix: node-http-aa.
+TWIN_SUFFIX = "-aa"
+#: The Node.js that runs the pipeline (config's `node`), as a `node_versions` entry.
+SYSTEM_NODE = "system"
+#: Between a server's name and the Node.js major it runs on: express@node22.
+RUNTIME_MARK = "@node"
+
+#: A run's record, under the block that measured it.
+RECORD = "data/runs/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.json"
+#: A cell expected to fail: what happened when it was run.
+FAILURE = "data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json"
+#: The stop (its rule's value: 5s, 100000req, 5s-at2000) in a record's path.
+RECORD_STOP = re.compile(r"/[a-z_]+-(?P<stop>[^/]+)/r\d+\.json$")
+
+
+def twin(server: str) -> str:
+    """The A/A control's second name for a server."""
+    return f"{server}{TWIN_SUFFIX}"
+
+
+def on_node(server: str, node) -> str:
+    """A server's name on a Node.js: itself on the pipeline's own, <server>@node<major> on another."""
+    return server if str(node) == SYSTEM_NODE else f"{server}{RUNTIME_MARK}{node}"
+
+
+def runtime(label: str) -> tuple[str, str]:
+    """(server, Node.js) of a cell's server name: ("express", "22") for express@node22, ("express", "system")."""
+    server, mark, major = label.partition(RUNTIME_MARK)
+    return server, (major if mark else SYSTEM_NODE)
+
+
+def is_twin(server: str) -> bool:
+    """An A/A control's second name, on any Node.js: node-http-aa, node-http-aa@node22."""
+    return runtime(server)[0].endswith(TWIN_SUFFIX)
+
+
+def twin_of(twin_name: str) -> str:
+    """The server a twin repeats, on its Node.js: node-http@node22 for node-http-aa@node22."""
+    name, node = runtime(twin_name)
+    return on_node(name[: -len(TWIN_SUFFIX)], node)
+
+
+def record_path(block, workload, server, connections, client, stop, round_) -> str:
+    """A run's record, under the block that measured it (plan.MAIN_BLOCK or an experiment's name)."""
+    cell = {"workload": workload, "server": server, "connections": connections, "client": client, "stop": stop}
+    return RECORD.format(block=block, **cell, round=round_)
+
+
+def failure_path(workload, server, connections, client, stop) -> str:
+    """A cell expected to fail: where its outcome is written."""
+    return FAILURE.format(workload=workload, server=server, connections=connections, client=client, stop=stop)
+
+
+def record_stop(record: str) -> str:
+    """The stop of the run a record path names ('5s' of .../wrk-5s/r3.json)."""
+    found = RECORD_STOP.search(record)
+    if found is None:
+        raise ValueError(f"{record} is not a run record's path ({RECORD})")
+    return found["stop"]

@@ -12,11 +12,12 @@ import pytest
 import yaml
 
 from conftest import REPO, planned_cells, snakemake
-from nodebench import plan, runs
+from nodebench import plan
 from nodebench.analysis import metrics, versions
 from nodebench.harness import node_install, nodejs
 from nodebench.harness.errors import RunError, ToolchainError
 from nodebench.render import experiment_report, markdown
+from nodebench.runs import is_twin, on_node, runtime
 from synthetic import runs_from
 
 # The machine slows and speeds up between rounds; within a round every server sees the same factor.
@@ -62,10 +63,10 @@ def known() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def test_runtime_names_round_trip():
-    assert runs.on_node("express", "22") == "express@node22"
-    assert runs.on_node("express", "system") == "express"
-    assert runs.runtime("express@node22") == ("express", "22")
-    assert runs.runtime("node-http-aa") == ("node-http-aa", "system")
+    assert on_node("express", "22") == "express@node22"
+    assert on_node("express", "system") == "express"
+    assert runtime("express@node22") == ("express", "22")
+    assert runtime("node-http-aa") == ("node-http-aa", "system")
     config = {"servers": ["node-http"], "control": "node-http", "experiments": {}}
     assert plan.server_file("node-http-aa@node24", config) == "node-http"
     assert plan.server_file("express4@node22", config) == "express4"
@@ -115,7 +116,7 @@ def test_metrics_compare_a_framework_with_node_http_on_its_own_node():
 def test_the_report_has_the_tables_and_a_sentence_per_comparison(known):
     m, t = known
     runs = KNOWN.assign(
-        node=[runs.runtime(s)[1] for s in KNOWN["server"]],
+        node=[runtime(s)[1] for s in KNOWN["server"]],
         node_version="v20.20.2",
         node_binary="data/toolchain/node20/bin/node",
         node_sha256="ab" * 32,
@@ -231,9 +232,9 @@ def test_a_twin_on_an_installed_major_is_reported_for_its_peer_group():
     # The widest of the two twins' offsets (3 % on node 20, 1 % on node 22) is reported for every cell of the group.
     assert m["noise_floor"].tolist() == pytest.approx([0.03] * len(m))
     assert m.loc["express@node22", "outcome_vs_node_http"] == "costlier"
-    assert runs.is_twin("node-http-aa@node22") and not runs.is_twin("node-http@node22")
+    assert is_twin("node-http-aa@node22") and not is_twin("node-http@node22")
     # The twin is not ranked in the score.
-    assert not any(runs.is_twin(s) for s in metrics.geomean_scores(m.reset_index())["server"])
+    assert not any(is_twin(s) for s in metrics.geomean_scores(m.reset_index())["server"])
 
 
 def test_the_main_summary_compares_each_server_with_node_http_on_its_own_node():

@@ -2,8 +2,9 @@
 
 The rule files (workflow/rules/*.smk) only declare; their input functions ask this module.
 A *scope* is what one report covers: the whole main matrix (`overall`), one workload of
-it, or one experiment. Each path is spelt once, here; a pattern's wildcards are the rules',
-named as the config, the records and the tables name them (`round`, `client`, `scope`).
+it, or one experiment. Each path is spelt once, here, but a run's record and a failing cell's
+outcome, which are runs.py's (a run's identity); a pattern's wildcards are the rules', named as
+the config, the records and the tables name them (`round`, `client`, `scope`).
 """
 
 import difflib

@@ -17,11 +17,11 @@ so that a file read alone says what it was measured on.
 import numpy as np
 import pandas as pd
 
-from nodebench import runs
 from nodebench.analysis import intervals
 from nodebench.analysis.metrics import FIGURES, RATIOS, SERVER_FIGURES, ratio_figures
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.figures import headline_of
+from nodebench.runs import on_node
 
 #: What identifies a row, in one result set and across two.
 KEY = ["scope", "kind", "workload", "server", "against", "connections", "client", "stop", "figure"]
@@ -113,7 +113,7 @@ def _ab_rows(ab: pd.DataFrame) -> list[pd.DataFrame]:
 
 def _label(server: str, node: str) -> str:
     """A server on a Node.js as the runs name it: express@node22, or express on the pipeline's own."""
-    return runs.on_node(server, node)
+    return on_node(server, node)
 
 
 def _version_rows(versions: pd.DataFrame) -> pd.DataFrame:

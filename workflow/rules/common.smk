@@ -14,7 +14,8 @@ from snakemake.utils import validate
 # when the virtual environment has another checkout's installed in editable mode.
 SCRIPTS = str(Path(workflow.basedir) / "scripts")
 sys.path.insert(0, SCRIPTS)
-from nodebench import claimfile, configcheck, plan, recovery, runs, targets  # noqa: E402
+from nodebench import claimfile, configcheck, plan, recovery  # noqa: E402
+from nodebench import runs, targets  # noqa: E402
 from nodebench.harness import progress  # noqa: E402
 from nodebench.catalogue.clients import CLIENTS, PROGRAMS  # noqa: E402
 from nodebench.catalogue.workloads import WORKLOADS as CATALOGUE  # noqa: E402

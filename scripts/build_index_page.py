@@ -2,10 +2,12 @@
 
 import json
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
 
+from nodebench.render import experiment_report
 from nodebench.render.markdown import RUN_COLUMNS
 from nodebench.render.page import render, vega_bundle
 
@@ -14,9 +16,19 @@ def main(sm) -> None:
     specs = {Path(p).name.removesuffix(".vl.json"): json.loads(Path(p).read_text()) for p in sm.input.specs}
     # Of the runs, the page reads where, with what and when they were measured, and which session measured each.
     runs, metrics = pd.read_parquet(sm.input.runs, columns=RUN_COLUMNS), pd.read_parquet(sm.input.metrics)
-    # The main matrix and each workload have scores, and their page is written from the data like their summary;
-    # an experiment's page shows its summary.md.
+    # The main matrix and each workload have scores, and their page is written from the data like their summary.
     scores = pd.read_parquet(sm.input.scores) if "scores" in sm.input.keys() else None
+    # An experiment's page is written from the same blocks as its summary.md, from the same tables.
+    report = (
+        experiment_report.blocks(
+            sm.wildcards.scope,
+            sm.params.description,
+            generated_at=datetime.now(UTC),
+            **experiment_report.read_inputs(dict(sm.input.items())),
+        )
+        if "stopping" in sm.input.keys()
+        else []
+    )
     here = Path(sm.output.page).parent
     page = render(
         specs,
@@ -24,7 +36,7 @@ def main(sm) -> None:
         metrics,
         vega_bundle(),
         scores=scores,
-        summary_md=Path(sm.input.summary).read_text(),
+        report=report,
         metrics_href=os.path.relpath(sm.input.metrics, here),
         summary_href=os.path.relpath(sm.input.summary, here),
         elsewhere=[(name, f"../{name}/index.html", what) for name, what in sm.params.elsewhere],

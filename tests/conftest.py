@@ -125,6 +125,8 @@ def project(tmp_path_factory) -> Path:
     dest = make_project(tmp_path_factory.mktemp("pipeline") / "project")
     res = snakemake(dest, "reports/all")
     assert res.returncode == 0, res.stdout[-4000:]
+    # What the run printed, for the tests of its closing lines.
+    (dest / "data" / "logs" / "reports-all.out").write_text(res.stdout)
     yield dest
     left = leftovers(dest)
     for line in left:

@@ -50,6 +50,10 @@ def test_the_ab_target_stops_at_its_first_look_and_alternates_who_runs_first(cop
     assert re.search(r"B costs \d\.\d{3}x A's event-loop CPU per request \(\d\.\d{3}–\d\.\d{3}, \w", summary)
     assert "It stopped after 2 rounds, every one of 1 comparisons within it" in summary
     assert "A ran first in 1 rounds and B in 1 on point-lookup c50." in summary
+    # The run ends with the page and the answer, computed from the tables as the summary was (not read back from it).
+    answer = next(line for line in summary.splitlines() if line.startswith("- **point-lookup at 50 connections"))
+    closing = res.stdout[res.stdout.index("report: reports/compare/index.html") :].splitlines()
+    assert closing[1].endswith(answer.removeprefix("- ").replace("**", "")), closing[:3]
     assert not leftovers(copy)
 
 

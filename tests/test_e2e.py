@@ -102,6 +102,10 @@ def test_summary_and_manifest(project: Path):
     # (After the "too noisy" warning where a run stayed disturbed: this machine's noise decides that.)
     glance = next(p for p in summary.split("\n\n") if p.startswith("- **"))
     assert glance.startswith("- **empty** at 10 connections: cheapest by median ") and "(n=1: no interval)" in glance
+    # The run ended by printing the page and the same lines, computed from the tables, without the emphasis.
+    printed = (project / "data" / "logs" / "reports-all.out").read_text()
+    closing = printed[printed.index("report: reports/overall/index.html") :].splitlines()
+    assert closing[1].endswith(glance.splitlines()[0].removeprefix("- ").replace("**", "")), closing[:3]
     # Then in full: per workload, each framework's paired cost against express and node-http, one round each.
     paragraphs = summary.split("\n\n")
     first = paragraphs[paragraphs.index("In full:") + 1]

@@ -17,6 +17,7 @@ from nodebench.analysis import metrics, versions
 from nodebench.harness import node_install, nodejs
 from nodebench.harness.errors import RunError, ToolchainError
 from nodebench.render import experiment_report, markdown
+from nodebench.render.document import to_markdown
 from nodebench.runs import is_twin, on_node, runtime
 from synthetic import runs_from
 
@@ -122,7 +123,7 @@ def test_the_report_has_the_tables_and_a_sentence_per_comparison(known):
         node_sha256="ab" * 32,
         client_node_version="20.20.2",
     )
-    text = "\n".join(experiment_report.version_sections(t, runs))
+    text = to_markdown(experiment_report.version_sections(t, runs))
     assert "### CPU per request against Node.js 20" in text
     assert "| express | empty | 50 |" in text and "0.80x [0.80–0.80] cheaper" in text
     assert "| Express 4 to Express 5 | the pipeline's Node.js | empty | 50 |" in text

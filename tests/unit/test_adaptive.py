@@ -218,12 +218,13 @@ def test_an_ab_record_depends_on_both_builds_so_a_change_to_either_remeasures_bo
 
 def test_cross_session_pairs_of_an_ab_are_counted_and_the_report_says_to_remeasure():
     from nodebench.render import experiment_report
+    from nodebench.render.document import to_markdown
 
     runs = runs_ab(1.05, 6, 0.01)
     runs.loc[runs["server"] == "b", "session"] = "later"
     t = ab.table(runs, "a", "b")
     assert t["cross_session"].iloc[0] == 6
-    assert "6 of 6 rounds pair runs measured by different Snakemake invocations" in "\n".join(
+    assert "6 of 6 rounds pair runs measured by different Snakemake invocations" in to_markdown(
         experiment_report.ab_sections(t, None)
     )
 

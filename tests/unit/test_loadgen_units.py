@@ -250,7 +250,7 @@ def test_the_experiment_report_says_what_its_intervals_are():
         rounds=3, us_per_req_elu=80.0, us_per_req_elu_lo=79.0, us_per_req_elu_hi=81.0, latency_p99_ms=3.0
     )
     assert "n=3: min-max, 75 %" in experiment_report.interval_note(cells)
-    header = experiment_report.clients_markdown(cells)[0]
+    header = " | ".join(experiment_report.clients_table(cells).columns)
     assert "req/s [interval]" in header and "CI" not in header
 
 

@@ -235,9 +235,14 @@ T.stopped_at = stopped_at
 _STARTED = time.time()
 
 
+def _glance(scope):
+    """A report's answer at a glance, from the tables its summary was written from."""
+    return closing.glance(T.summary_inputs(scope), scope)
+
+
 onsuccess:
     # The answer and where it is, last, where a person looks: each report this invocation wrote.
-    for line in closing.closing_lines(Path("reports"), _STARTED):
+    for line in closing.closing_lines(Path("reports"), _STARTED, _glance):
         say(line)
 
 

@@ -25,6 +25,7 @@ rule build_index_page:
         "data/logs/build_index_page/{scope}.log",
     localrule: True
     params:
+        description=lambda wc: EXPERIMENTS.get(wc.scope, {}).get("description", ""),
         # The whole matrix's page links every experiment's page.
         elsewhere=lambda wc: (
             [(n, e.get("description", "")) for n, e in EXPERIMENTS.items()]

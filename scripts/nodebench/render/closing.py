@@ -1,33 +1,41 @@
 """What a run prints as it ends: each report it wrote, where it is, and its first lines (the answer at a glance)."""
 
-import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 
-#: A summary's answer at a glance: the first bullet list after its title (render/markdown.py, glance()).
-BULLET = re.compile(r"^[-*] (.*)$")
+
+def glance(inputs: Mapping[str, str], scope: str) -> list[str]:
+    """A report's answer at a glance, from the tables its summary was written from (targets.summary_inputs), without
+    emphasis marks: the main matrix's and a workload's glance lines; an experiment's first list (its answers)."""
+    # Imported here: the Snakefile imports this module, and a dry run should not pay for pandas and the renderers.
+    import pandas as pd
+
+    from nodebench.render import experiment_report, markdown
+    from nodebench.render.document import Items
+
+    if "stopping" in inputs:
+        tables = experiment_report.read_inputs(inputs)
+        report = experiment_report.blocks(scope, "", generated_at=datetime.now(UTC), **tables)
+        lines = next((b.items for b in report if isinstance(b, Items)), [])
+    else:
+        lines = markdown.glance(pd.read_parquet(inputs["metrics"]))
+    return [line.replace("**", "") for line in lines]
 
 
-def glance_lines(summary: Path) -> list[str]:
-    """The first bullet list of a summary.md, without its markdown emphasis; [] where it has none."""
-    lines, started = [], False
-    for line in summary.read_text(encoding="utf-8").splitlines():
-        m = BULLET.match(line)
-        if m:
-            started = True
-            lines.append(m.group(1).replace("**", ""))
-        elif started:
-            break
-    return lines
-
-
-def closing_lines(reports: Path, since: float) -> list[str]:
+def closing_lines(reports: Path, since: float, glance_of: Callable[[str], list[str]]) -> list[str]:
     """For every reports/<scope>/summary.md written at or after `since` (a time.time()), the page's path and the
-    summary's first lines; nothing when no report was written (a run that only measured, or had nothing to do)."""
+    scope's answer at a glance, glance_of(scope); nothing when no report was written (a run that only measured, or
+    had nothing to do). A glance that cannot be read says why in one line; the report's path is still printed."""
     out = []
     for summary in sorted(reports.glob("*/summary.md")):
         if summary.stat().st_mtime < since:
             continue
         page = summary.with_name("index.html")
         out.append(f"report: {page if page.exists() else summary}")
-        out += [f"  {line}" for line in glance_lines(summary)]
+        try:
+            lines = glance_of(summary.parent.name)
+        except (OSError, KeyError, ValueError) as e:
+            lines = [f"(its answer at a glance could not be read: {e})"]
+        out += [f"  {line}" for line in lines]
     return out

@@ -2,8 +2,8 @@
 
 summary.md and index.html say the same things in the same order: both are written from
 one list of blocks. Text in a block may use the inline marks **bold**, `code`, *emphasis* and
-[a link](href); the HTML writer escapes everything else. parse_markdown() reads back the subset this
-package writes (an experiment's summary.md), so its page gets real tables too.
+[a link](href); the HTML writer escapes everything else. Nothing reads the Markdown back: a page is
+written from the blocks, never from its summary.md.
 """
 
 import html
@@ -122,30 +122,3 @@ def table_html(t: Table) -> str:
         for row, cls in zip(t.rows, classes, strict=True)
     )
     return f'<div class="table"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
-
-
-def _split_row(line: str) -> list[str]:
-    cells = re.split(r"(?<!\\)\|", line.strip().strip("|"))
-    return [c.strip().replace("\\|", "|") for c in cells]
-
-
-def parse_markdown(text: str) -> list[Block]:
-    """The Markdown this package writes, back as blocks: headings, pipe tables, lists and paragraphs."""
-    blocks: list[Block] = []
-    chunks = re.split(r"\n\s*\n", text.strip())
-    for chunk in chunks:
-        lines = chunk.splitlines()
-        if len(lines) == 1 and (m := re.match(r"(#{1,6}) (.*)", lines[0])):
-            blocks.append(Heading(len(m.group(1)), m.group(2)))
-        elif lines[0].startswith("|") and len(lines) >= 2 and set(lines[1]) <= set("|-: "):
-            align = "".join("r" if c.endswith(":") else "l" for c in _split_row(lines[1]))
-            blocks.append(Table(_split_row(lines[0]), [_split_row(row) for row in lines[2:]], align))
-        elif all(line.startswith("- ") for line in lines):
-            blocks.append(Items([line[2:] for line in lines]))
-        else:
-            # A heading directly followed by text without a blank line: split it off.
-            if m := re.match(r"(#{1,6}) (.*)", lines[0]):
-                blocks.append(Heading(len(m.group(1)), m.group(2)))
-                lines = lines[1:]
-            blocks.append(Para(" ".join(lines)))
-    return blocks

@@ -2,10 +2,15 @@
 
 Every section is drawn from the data: a section appears when the experiment measured
 what it needs (count runs next to duration runs of the same cell; one cell at several
-durations; one cell under several load generators).
+durations; one cell under several load generators). The report is a list of blocks
+(render/document.py): summary.md and index.html are both written from it, as the main
+matrix's are, and nothing is read back from the Markdown.
 """
 
+import json
+from collections.abc import Mapping
 from datetime import datetime
+from pathlib import Path
 
 import pandas as pd
 
@@ -24,7 +29,7 @@ from nodebench.catalogue import figures
 from nodebench.catalogue.clients import OPEN_LOOP
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
 from nodebench.render.costcurve_report import costcurve_blocks, sweep_blocks
-from nodebench.render.document import to_markdown
+from nodebench.render.document import Block, Heading, Items, Para, Table
 from nodebench.render.latency_report import latency_blocks, server_blocks
 from nodebench.render.markdown import ci, machine_line
 
@@ -34,23 +39,33 @@ CLIENT_LIMITED = {"client-bound", "client CPUs saturated (shared)"}
 DATABASE_LIMITED = {"io-bound", "database-bound"}
 
 
-def stopping_markdown(table: pd.DataFrame) -> list[str]:
-    head = (
-        "| server | client | workload | conn | duration req/s | count req/s | penalty | requests done / asked "
-        "| took s | at sustained rate s | unaccounted s (share) | of which: full load / connection tail / idle s "
-        "| us/req ELU duration / count | verdict |\n"
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"
-    )
+def penalty_table(table: pd.DataFrame) -> Table:
+    """Per fixed-count cell: the two stopping rules' req/s, the penalty, and where the unaccounted time went."""
+    columns = [
+        "server", "client", "workload", "conn", "duration req/s", "count req/s", "penalty", "requests done / asked",
+        "took s", "at sustained rate s", "unaccounted s (share)", "of which: full load / connection tail / idle s",
+        "us/req ELU duration / count", "verdict",
+    ]  # fmt: skip
     rows = [
-        f"| {r.server} | {r.client} | {r.workload} | {r.connections} | {r.duration_req_per_s_reported:,.0f} "
-        f"({r.duration_stop}) | {r.count_req_per_s_reported:,.0f} | {r.penalty_reported:.1%} "
-        f"| {r.requests_completed:,.0f} / {r.requests_target:,} | {r.actual_s:.2f} | {r.expected_s:.2f} "
-        f"| {r.unaccounted_s:.2f} ({r.unaccounted_share:.1%}) "
-        f"| {_num(r.full_load_s)} / {_num(r.connection_tail_s)} / {_num(r.idle_s)} "
-        f"| {r.us_per_req_elu_duration:.1f} / {r.us_per_req_elu_count:.1f} | {VERDICTS[r.verdict]} |"
+        [
+            r.server,
+            r.client,
+            r.workload,
+            str(r.connections),
+            f"{r.duration_req_per_s_reported:,.0f} ({r.duration_stop})",
+            f"{r.count_req_per_s_reported:,.0f}",
+            f"{r.penalty_reported:.1%}",
+            f"{r.requests_completed:,.0f} / {r.requests_target:,}",
+            f"{r.actual_s:.2f}",
+            f"{r.expected_s:.2f}",
+            f"{r.unaccounted_s:.2f} ({r.unaccounted_share:.1%})",
+            f"{_num(r.full_load_s)} / {_num(r.connection_tail_s)} / {_num(r.idle_s)}",
+            f"{r.us_per_req_elu_duration:.1f} / {r.us_per_req_elu_count:.1f}",
+            VERDICTS[r.verdict],
+        ]  # fmt: skip
         for r in table.itertuples()
     ]
-    return [head, *rows]
+    return Table(columns, rows, "lllrrrrrrrrrrl")
 
 
 def _num(value, fmt=".2f") -> str:
@@ -154,42 +169,58 @@ def stopping_paragraph(table: pd.DataFrame, cpu_model: str) -> str:
     return " ".join([*parts, *(_row_sentence(r) for r in table.itertuples())])
 
 
-def sweep_markdown(sweep: pd.DataFrame) -> list[str]:
-    lines = []
+def sweep_section(sweep: pd.DataFrame) -> list[Block]:
+    """Per cell run at several durations: how far its req/s moved, and a row per duration."""
+    blocks: list[Block] = []
     for key, group in sweep.groupby(GROUP):
         lo, hi = group["req_per_s_reported"].min(), group["req_per_s_reported"].max()
-        lines += [
-            f"{key[1]} ({key[3]}, {key[0]}, {key[2]} connections): median req/s from {lo:,.0f} to {hi:,.0f} "
-            f"across {len(group)} durations ({hi / lo - 1:.1%} apart).",
-            "",
-            "| duration s | runs | req/s (median) | min–max | us/req ELU | ELU |",
-            "|---:|---:|---:|---:|---:|---:|",
-            *(
-                f"| {r.duration_s:g} | {r.rounds} | {r.req_per_s_reported:,.0f} | {r.req_per_s_min:,.0f}–"
-                f"{r.req_per_s_max:,.0f} | {r.us_per_req_elu:.1f} | {r.elu:.1%} |"
-                for r in group.itertuples()
+        blocks += [
+            Para(
+                f"{key[1]} ({key[3]}, {key[0]}, {key[2]} connections): median req/s from {lo:,.0f} to {hi:,.0f} "
+                f"across {len(group)} durations ({hi / lo - 1:.1%} apart)."
             ),
-            "",
+            Table(
+                ["duration s", "runs", "req/s (median)", "min–max", "us/req ELU", "ELU"],
+                [
+                    [
+                        f"{r.duration_s:g}",
+                        str(r.rounds),
+                        f"{r.req_per_s_reported:,.0f}",
+                        f"{r.req_per_s_min:,.0f}–{r.req_per_s_max:,.0f}",
+                        f"{r.us_per_req_elu:.1f}",
+                        f"{r.elu:.1%}",
+                    ]  # fmt: skip
+                    for r in group.itertuples()
+                ],
+                "rrrrrr",
+            ),
         ]
-    return lines
+    return blocks
 
 
-def clients_markdown(metrics: pd.DataFrame) -> list[str]:
+def clients_table(metrics: pd.DataFrame) -> Table:
     """Per workload and server, each client's req/s, the server's ELU and the client's own CPU."""
     m = as_strings(metrics).sort_values(["workload", "server", "client"])
-    head = (
-        "| workload | server | client | stop | req/s [interval] | ELU | us/req ELU [interval] "
-        "| client CPU (of cores) "
-        "| p99 ms | verdict |\n|---|---|---|---|---:|---:|---:|---:|---:|---|"
-    )
+    columns = [
+        "workload", "server", "client", "stop", "req/s [interval]", "ELU", "us/req ELU [interval]",
+        "client CPU (of cores)", "p99 ms", "verdict",
+    ]  # fmt: skip
     rows = [
-        f"| {r.workload} | {r.server} | {r.client} | {r.stop} "
-        f"| {ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi)} "
-        f"| {r.elu_utilization:.1%} | {ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, '.1f')} "
-        f"| {r.client_cpu_util:.2f} (of {r.client_cpu_capacity:g}) | {r.latency_p99_ms:.2f} | {r.saturation} |"
+        [
+            r.workload,
+            r.server,
+            r.client,
+            r.stop,
+            ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi),
+            f"{r.elu_utilization:.1%}",
+            ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, ".1f"),
+            f"{r.client_cpu_util:.2f} (of {r.client_cpu_capacity:g})",
+            f"{r.latency_p99_ms:.2f}",
+            r.saturation,
+        ]  # fmt: skip
         for r in m.itertuples()
     ]
-    return [head, *rows]
+    return Table(columns, rows, "llllrrrrrl")
 
 
 def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
@@ -280,21 +311,30 @@ def bottleneck_paragraph(metrics: pd.DataFrame) -> str:
     return " ".join(parts)
 
 
-def cells_markdown(metrics: pd.DataFrame) -> list[str]:
+def cells_table(metrics: pd.DataFrame) -> Table:
+    """Every cell: its rounds, req/s with its interval, ELU, CPU per request, the client's CPU and the verdict."""
     m = as_strings(metrics).sort_values(["workload", "server", "client", "stopping_rule", "stop"])
-    head = (
-        "| workload | server | conn | client | stop | runs | req/s [interval] | ELU | us/req ELU "
-        "| client CPU "
-        "| verdict |\n"
-        "|---|---|---:|---|---|---:|---:|---:|---:|---:|---|"
-    )
+    columns = [
+        "workload", "server", "conn", "client", "stop", "runs", "req/s [interval]", "ELU", "us/req ELU",
+        "client CPU", "verdict",
+    ]  # fmt: skip
     rows = [
-        f"| {r.workload} | {r.server} | {r.connections} | {r.client} | {r.stop} | {r.rounds} "
-        f"| {ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi)} | {r.elu_utilization:.1%} | {r.us_per_req_elu:.1f} "
-        f"| {r.client_cpu_util:.2f} | {r.saturation} |"
+        [
+            r.workload,
+            r.server,
+            str(r.connections),
+            r.client,
+            r.stop,
+            str(r.rounds),
+            ci(r.req_per_s, r.req_per_s_lo, r.req_per_s_hi),
+            f"{r.elu_utilization:.1%}",
+            f"{r.us_per_req_elu:.1f}",
+            f"{r.client_cpu_util:.2f}",
+            r.saturation,
+        ]  # fmt: skip
         for r in m.itertuples()
     ]
-    return [head, *rows]
+    return Table(columns, rows, "llrllrrrrrl")
 
 
 def interval_note(metrics: pd.DataFrame) -> str:
@@ -312,31 +352,30 @@ def _range(r) -> str:
     return f"{r['median']:.1f} [{r['lo']:.1f}–{r['hi']:.1f}]" if r["hi"] > r["lo"] else f"{r['median']:.1f}"
 
 
-def scenario_markdown(t: pd.DataFrame, score_set: str) -> list[str]:
+def scenario_table(t: pd.DataFrame, score_set: str) -> Table | None:
     """The score table in the seed's shape: per server its score from CPU and from req/s, then each scenario's %."""
     scores = t[(t["kind"] == "score") & (t["score_set"] == score_set)]
     cells = t[(t["kind"] == "cell") & (t["score_set"] == score_set) & (t["basis"] == "cpu")]
     if scores.empty:
-        return []
+        return None
     names = sc.order(cells["cell"])
     cpu = scores[scores["basis"] == "cpu"].set_index("server")
     rps = scores[scores["basis"] == "rps"].set_index("server")
     seed = score_set == sc.SEED_SET
-    head = "| server | score from CPU/req [min–max] | score from req/s [min–max] |" + (
-        " seed's published score |" if seed else ""
-    )
-    head += "".join(f" {n} |" for n in names)
-    rule = "|---|---:|---:|" + ("---:|" if seed else "") + "---:|" * len(names)
+    columns = [
+        "server", "score from CPU/req [min–max]", "score from req/s [min–max]",
+        *(["seed's published score"] if seed else []), *names,
+    ]  # fmt: skip
     rows = []
     for server in cpu.sort_values("median", ascending=False).index:
         c = cells[cells["server"] == server].set_index("cell")["median"]
-        row = f"| {server} | {_range(cpu.loc[server])} | {_range(rps.loc[server]) if server in rps.index else 'n/a'} |"
+        row = [server, _range(cpu.loc[server]), _range(rps.loc[server]) if server in rps.index else "n/a"]
         if seed:
             published = sc.SEED_PUBLISHED.get(server)
-            row += f" {published:.1f} |" if published is not None else " not in the seed |"
-        row += "".join(f" {c[n]:.0f} % |" if n in c else " n/a |" for n in names)
+            row.append(f"{published:.1f}" if published is not None else "not in the seed")
+        row += [f"{c[n]:.0f} %" if n in c else "n/a" for n in names]
         rows.append(row)
-    return [head, rule, *rows]
+    return Table(columns, rows, "l" + "r" * (len(columns) - 1))
 
 
 def scenario_paragraphs(t: pd.DataFrame, score_set: str) -> list[str]:
@@ -370,9 +409,9 @@ def scenario_paragraphs(t: pd.DataFrame, score_set: str) -> list[str]:
     return out
 
 
-def scenario_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+def scenario_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[Block]:
     """The score sections, one table per score set and, where the experiment ran several, per client and stop."""
-    parts = []
+    blocks: list[Block] = []
     rounds = int(t["rounds"].max()) if len(t) else 0
     by_client = [(None, t)]
     if t[["client", "stop"]].drop_duplicates().shape[0] > 1:
@@ -381,37 +420,35 @@ def scenario_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         by_client = [(f"{client}, {stop}", g) for (client, stop), g in t.groupby(["client", "stop"])]
     for score_set, title in ((sc.SEED_SET, "The seed's twelve scenarios"), (sc.DATABASE_SET, "The database set")):
         for label, part in by_client:
-            parts += _scenario_section(part, score_set, title if label is None else f"{title}, {label}", rounds)
-    return parts
+            blocks += _scenario_section(part, score_set, title if label is None else f"{title}, {label}", rounds)
+    return blocks
 
 
-def _scenario_section(t: pd.DataFrame, score_set: str, title: str, rounds: int) -> list[str]:
+def _scenario_section(t: pd.DataFrame, score_set: str, title: str, rounds: int) -> list[Block]:
     """One score table with what it is and a sentence per server; nothing where the set was not measured."""
-    table = scenario_markdown(t, score_set)
-    if not table:
+    table = scenario_table(t, score_set)
+    if table is None:
         return []
-    parts = [
-        "",
-        f"## Score: {title}",
-        "",
-        f"Score: the geometric mean over the set's scenarios of node:http's figure against the server's, node:http "
-        f"= 100, higher is better (seed 004's definition, so no single scenario can carry or sink a server). "
-        f"*From CPU/req*: node:http's event-loop CPU per request over the server's; *from req/s*: the server's "
-        f"req/s over node:http's, the seed's own definition. Each ratio pairs two runs of the same round; the "
-        f"figure is the median over {rounds} rounds and [min–max] the range over them, which is not a confidence "
-        f"interval (for the median of {rounds}: {describe(rounds)}). The scenario columns are the CPU/req "
-        "percentage against node:http.",
+    blocks: list[Block] = [
+        Heading(2, f"Score: {title}"),
+        Para(
+            f"Score: the geometric mean over the set's scenarios of node:http's figure against the server's, "
+            f"node:http = 100, higher is better (seed 004's definition, so no single scenario can carry or sink a "
+            f"server). *From CPU/req*: node:http's event-loop CPU per request over the server's; *from req/s*: the "
+            f"server's req/s over node:http's, the seed's own definition. Each ratio pairs two runs of the same "
+            f"round; the figure is the median over {rounds} rounds and [min–max] the range over them, which is not a "
+            f"confidence interval (for the median of {rounds}: {describe(rounds)}). The scenario columns are the "
+            "CPU/req percentage against node:http."
+        ),
     ]
     if score_set == sc.SEED_SET:
-        parts += [
-            "",
-            "*Seed's published score*: seeds/004, from req/s on one 4-core GitHub runner (median of three runs, "
-            "15 s per scenario); quoted, not measured here. Set beside ours it compares orders, not values.",
-        ]
-    parts += ["", *table]
-    for paragraph in scenario_paragraphs(t, score_set):
-        parts += ["", paragraph]
-    return parts
+        blocks.append(
+            Para(
+                "*Seed's published score*: seeds/004, from req/s on one 4-core GitHub runner (median of three runs, "
+                "15 s per scenario); quoted, not measured here. Set beside ours it compares orders, not values."
+            )
+        )
+    return [*blocks, table, *map(Para, scenario_paragraphs(t, score_set))]
 
 
 def _ratio(r) -> str:
@@ -436,112 +473,132 @@ def _outcome(r) -> str:
     return outcomes.phrase(r.outcome if isinstance(r.outcome, str) else None, margin)
 
 
-def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[Block]:
     """The Node.js table (each major against Node.js 20), the framework-major table, and a sentence per server."""
-    parts = ["", "## Versions", ""]
     binaries = runs[["node", "node_version", "node_binary", "node_sha256"]].dropna().astype(str).drop_duplicates()
-    parts += [
-        "Each ratio pairs a run with its partner's run of the same cell and round; the figure is the median over "
-        "rounds, in brackets the order-statistic interval for it "
-        f"({'; '.join(sorted(set(t['interval'].astype(str))))}). Below 1: the upgrade costs less CPU per request. "
-        "*Beyond noise*: the whole interval lies beyond 1 (the A/A twin, the control measured twice per round on "
-        "the pipeline's Node.js, is reported as a check, not used as a margin). The load generator runs on the "
-        "pipeline's Node.js "
-        f"({', '.join(sorted(runs['client_node_version'].dropna().astype(str).unique())) or 'n/a'}) throughout.",
-        "",
-        "Binaries: "
-        + "; ".join(
-            f"{ver.node_label(n)}: {v} ({b}, sha256 {h[:12]}…)"
-            for n, v, b, h in sorted(binaries.itertuples(index=False), key=lambda r: (r[0] != "system", r[0]))
-        )
-        + ".",
+    blocks: list[Block] = [
+        Heading(2, "Versions"),
+        Para(
+            "Each ratio pairs a run with its partner's run of the same cell and round; the figure is the median over "
+            "rounds, in brackets the order-statistic interval for it "
+            f"({'; '.join(sorted(set(t['interval'].astype(str))))}). Below 1: the upgrade costs less CPU per "
+            "request. *Beyond noise*: the whole interval lies beyond 1 (the A/A twin, the control measured twice per "
+            "round on the pipeline's Node.js, is reported as a check, not used as a margin). The load generator runs "
+            "on the pipeline's Node.js "
+            f"({', '.join(sorted(runs['client_node_version'].dropna().astype(str).unique())) or 'n/a'}) throughout."
+        ),
+        Para(
+            "Binaries: "
+            + "; ".join(
+                f"{ver.node_label(n)}: {v} ({b}, sha256 {h[:12]}…)"
+                for n, v, b, h in sorted(binaries.itertuples(index=False), key=lambda r: (r[0] != "system", r[0]))
+            )
+            + "."
+        ),
     ]
     nodes = t[t["kind"] == "node"]
     if len(nodes):
         majors = sorted(nodes["node"].unique(), key=int)
         ref = nodes["compared_to"].iloc[0]
-        parts += [
-            "",
-            f"### CPU per request against Node.js {ref}",
-            "",
-            f"| server | workload | conn | us/req on Node.js {ref} |" + "".join(f" Node.js {m} |" for m in majors),
-            "|---|---|---:|---:|" + "---:|" * len(majors),
-        ]
+        rows = []
         for (server, workload, conn), grp in nodes.groupby(["server", "workload", "connections"], sort=True):
             by = {r.node: r for r in grp.itertuples()}
-            first = grp.iloc[0]
-            cells = "".join(
-                f" {_ratio(by[m])} {_outcome(by[m])}{_preempted(by[m])} |" if m in by else " n/a |" for m in majors
+            rows.append(
+                [
+                    server,
+                    workload,
+                    str(conn),
+                    f"{grp.iloc[0]['us_per_req_compared']:.1f}",
+                    *(f"{_ratio(by[m])} {_outcome(by[m])}{_preempted(by[m])}" if m in by else "n/a" for m in majors),
+                ]  # fmt: skip
             )
-            parts.append(f"| {server} | {workload} | {conn} | {first['us_per_req_compared']:.1f} |{cells}")
-        parts += [
-            "",
-            "Each ratio's outcome (cheaper, costlier, equivalent within the margin, or inconclusive) is decided from "
-            "its interval against 1 and the declared margin. ‡ k/m: k of this cell's runs and m of Node.js "
-            f"{ref}'s were flagged as disturbed (the server's CPU was taken from it in the window).",
+        blocks += [
+            Heading(3, f"CPU per request against Node.js {ref}"),
+            Table(
+                ["server", "workload", "conn", f"us/req on Node.js {ref}", *(f"Node.js {m}" for m in majors)],
+                rows,
+                "llrr" + "r" * len(majors),
+            ),
+            Para(
+                "Each ratio's outcome (cheaper, costlier, equivalent within the margin, or inconclusive) is decided "
+                "from its interval against 1 and the declared margin. ‡ k/m: k of this cell's runs and m of Node.js "
+                f"{ref}'s were flagged as disturbed (the server's CPU was taken from it in the window)."
+            ),
         ]
     changes = t[t["kind"] == "major"]
     if len(changes):
-        parts += [
-            "",
-            "### Framework majors on the same Node.js",
-            "",
-            "| change | Node.js | workload | conn | us/req old | us/req new | new / old [interval] | req/s new / old "
-            "| noise floor | outcome | disturbed runs new / old | pairs apart (median / largest) |",
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
-        ]
+        rows = []
         for r in changes.itertuples():
             change = f"{ver.MAJOR_NAMES.get(r.compared_to, r.compared_to)} to {ver.MAJOR_NAMES.get(r.server, r.server)}"
             floor = f"±{r.noise_floor * 100:.1f} %" if pd.notna(r.noise_floor) else "n/a"
-            parts.append(
-                f"| {change} | {ver.node_label(r.node)} | {r.workload} | {r.connections} | {r.us_per_req_compared:.1f} "
-                f"| {r.us_per_req:.1f} | {_ratio(r)} | {r.throughput_ratio:.2f}x | {floor} "
-                f"| {_outcome(r)} | {r.preempted_runs} / {r.preempted_runs_compared} | {_gap(r)} |"
+            rows.append(
+                [
+                    change,
+                    ver.node_label(r.node),
+                    r.workload,
+                    str(r.connections),
+                    f"{r.us_per_req_compared:.1f}",
+                    f"{r.us_per_req:.1f}",
+                    _ratio(r),
+                    f"{r.throughput_ratio:.2f}x",
+                    floor,
+                    _outcome(r),
+                    f"{r.preempted_runs} / {r.preempted_runs_compared}",
+                    _gap(r),
+                ]  # fmt: skip
             )
-    parts += ["", "### In words", ""]
+        columns = [
+            "change", "Node.js", "workload", "conn", "us/req old", "us/req new", "new / old [interval]",
+            "req/s new / old", "noise floor", "outcome", "disturbed runs new / old", "pairs apart (median / largest)",
+        ]  # fmt: skip
+        blocks += [Heading(3, "Framework majors on the same Node.js"), Table(columns, rows, "lllrrrrrrlrr")]
     margin = float(t["equivalence_margin"].iloc[0]) if len(t) else outcomes.DEFAULT_MARGIN
-    parts += [f"- {line}" for line in ver.sentences(t, margin)]
-    return parts
+    return [*blocks, Heading(3, "In words"), Items(list(ver.sentences(t, margin)))]
 
 
-def ab_sections(t: pd.DataFrame, look: dict | None) -> list[str]:
+def ab_sections(t: pd.DataFrame, look: dict | None) -> list[Block]:
     """The A/B target's answer: B's CPU per request over A's per peer group, its outcome, the rounds it took."""
     if t.empty:
-        return ["", "## A/B", "", "A and B were not both measured in any round: no comparison."]
+        return [Heading(2, "A/B"), Para("A and B were not both measured in any round: no comparison.")]
     a, b = t["a"].iloc[0], t["b"].iloc[0]
     margin = float(t["equivalence_margin"].iloc[0])
-    out = ["", f"## A/B: {b} (B) against {a} (A)", ""]
+    answers = []
     for r in t.itertuples():
         said = outcomes.phrase(r.outcome if isinstance(r.outcome, str) else None, margin)
-        out.append(
-            f"- **{r.workload} at {r.connections} connections ({r.client}, {r.stop}): B costs {r.ratio:.3f}x A's "
+        answers.append(
+            f"**{r.workload} at {r.connections} connections ({r.client}, {r.stop}): B costs {r.ratio:.3f}x A's "
             f"{figures.noun(figures.headline_of(t))} per request ({_bounds(r)}, {said})**: {r.us_per_req_b:.1f} us "
             f"against {r.us_per_req_a:.1f} us; throughput {r.throughput_ratio:.3f}x. {r.pairs} paired rounds "
             f"({r.interval} at a fixed n), half-width ±{r.half_width_log * 100:.1f} % on a log scale."
         )
     coverage = f"{percent(look['coverage_under_stopping'])} %" if look else ""
-    out += [
-        "",
-        "Each round measures A and B back to back, A first in odd rounds and B first in even ones (A B B A ...), so "
-        "a drift of the machine that is linear over two rounds cancels from the median of the rounds' B / A ratios. "
-        f"{' '.join(_ab_order(r) for r in t.itertuples())} "
-        "An A/B has no A/A twin, so cheaper or costlier means the interval lies wholly below or above 1; "
-        f"equivalent means it lies within ±{margin * 100:.0f} % (config's equivalence_margin, declared before the "
-        'data); anything else is inconclusive, which is not "the same". '
-        + (
-            f"The rounds stopped adaptively: each interval's coverage under the stopping rule is at least {coverage} "
-            "(simulated, docs/statistics.md#adaptive-rounds), not the fixed-n figure."
-            if look
-            else ""
+    out: list[Block] = [
+        Heading(2, f"A/B: {b} (B) against {a} (A)"),
+        Items(answers),
+        Para(
+            "Each round measures A and B back to back, A first in odd rounds and B first in even ones (A B B A ...), "
+            "so a drift of the machine that is linear over two rounds cancels from the median of the rounds' B / A "
+            f"ratios. {' '.join(_ab_order(r) for r in t.itertuples())} "
+            "An A/B has no A/A twin, so cheaper or costlier means the interval lies wholly below or above 1; "
+            f"equivalent means it lies within ±{margin * 100:.0f} % (config's equivalence_margin, declared before "
+            'the data); anything else is inconclusive, which is not "the same". '
+            + (
+                f"The rounds stopped adaptively: each interval's coverage under the stopping rule is at least "
+                f"{coverage} (simulated, docs/statistics.md#adaptive-rounds), not the fixed-n figure."
+                if look
+                else ""
+            )
         ),
     ]
     if look:
-        out += ["", looks.sentence(look)]
+        out.append(Para(looks.sentence(look)))
     for r in t.itertuples():
         if r.preempted_rounds:
             what = f"{r.workload} c{r.connections}: {r.preempted_rounds} of {r.pairs} rounds had a run still disturbed"
             if not r.pairs_unpreempted:
-                out += ["", f"{what}; the answer cannot be checked without them: no round without a disturbed run."]
+                out.append(
+                    Para(f"{what}; the answer cannot be checked without them: no round without a disturbed run.")
+                )
                 continue
             flag = (
                 "**more than half the interval's width away: the disturbance changed this answer; rerun on a "
@@ -550,22 +607,24 @@ def ab_sections(t: pd.DataFrame, look: dict | None) -> list[str]:
                 else "within half the interval's width"
             )
             clean = f"{r.ratio_unpreempted:.3f}x over {r.pairs_unpreempted} rounds"
-            out += ["", f"{what}; without them the ratio is {clean}, {flag}."]
+            out.append(Para(f"{what}; without them the ratio is {clean}, {flag}."))
     for r in t.itertuples():
         if r.cross_session:
-            out += [
-                "",
-                f"**{r.workload} c{r.connections}: {r.cross_session} of {r.pairs} rounds pair runs measured by "
-                "different Snakemake invocations, not side by side**: the drift between them is in the ratio. "
-                "Re-measure both builds (`--forcerun measure_run`) before reading this answer.",
-            ]
+            out.append(
+                Para(
+                    f"**{r.workload} c{r.connections}: {r.cross_session} of {r.pairs} rounds pair runs measured by "
+                    "different Snakemake invocations, not side by side**: the drift between them is in the ratio. "
+                    "Re-measure both builds (`--forcerun measure_run`) before reading this answer."
+                )
+            )
     gaps = t["pair_gap_s"].dropna()
     if len(gaps):
-        out += [
-            "",
-            f"A pair's two runs started a median of {gaps.median():.0f} s apart (largest "
-            f"{t['pair_gap_max_s'].max():.0f} s).",
-        ]
+        out.append(
+            Para(
+                f"A pair's two runs started a median of {gaps.median():.0f} s apart (largest "
+                f"{t['pair_gap_max_s'].max():.0f} s)."
+            )
+        )
     return out
 
 
@@ -577,66 +636,74 @@ def _ab_order(r) -> str:
     return f"A ran first in {r.a_first_rounds} rounds and B in {r.b_first_rounds} on {r.workload} c{r.connections}."
 
 
-def render(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFrame, stopping: pd.DataFrame,
+#: The tables an experiment's report reads beside its runs and metrics, where the experiment has them.
+OPTIONAL_TABLES = ("scenarios", "versions", "ab", "latency")
+
+
+def read_inputs(inputs: Mapping[str, str]) -> dict:
+    """blocks()'s tables and look from a job's input files (write_summary and build_index_page read the same)."""
+    found = {
+        "runs": pd.read_parquet(inputs["runs"]),
+        "metrics": pd.read_parquet(inputs["metrics"]),
+        "stopping": pd.read_parquet(inputs["stopping"]),
+        **{name: pd.read_parquet(inputs[name]) if name in inputs else None for name in OPTIONAL_TABLES},
+    }
+    found["look"] = json.loads(Path(inputs["look"]).read_text()) if "look" in inputs else None
+    return found
+
+
+def blocks(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFrame, stopping: pd.DataFrame,
            generated_at: datetime, scenarios: pd.DataFrame | None = None,
            versions: pd.DataFrame | None = None, ab: pd.DataFrame | None = None,
-           look: dict | None = None, latency: pd.DataFrame | None = None) -> str:  # fmt: skip
+           look: dict | None = None, latency: pd.DataFrame | None = None) -> list[Block]:  # fmt: skip
+    """The experiment's report as blocks, from its tables: summary.md and index.html are both written from these."""
     cpu_model = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
-    parts = [f"# Experiment: {name}", ""]
-    if description:
-        parts += [description, ""]
-    parts += [
-        machine_line(runs),
+    out: list[Block] = [
+        Heading(1, f"Experiment: {name}"),
+        *([Para(description)] if description else []),
+        Para(machine_line(runs)),
         *(ab_sections(ab, look) if ab is not None else []),
-        *(["", looks.sentence(look)] if look and ab is None else []),
+        *([Para(looks.sentence(look))] if look and ab is None else []),
         *(scenario_sections(scenarios, runs) if scenarios is not None and len(scenarios) else []),
         *(version_sections(versions, runs) if versions is not None and len(versions) else []),
-        *(["", to_markdown(latency_blocks(latency, runs))] if latency is not None and len(latency) else []),
-        *(["", to_markdown(curve)] if (curve := costcurve_blocks(metrics)) else []),
-        *(["", to_markdown(sweeps)] if (sweeps := sweep_blocks(runs)) else []),
-        "",
-        "req/s in the tables below is the server's own (requests it received over its ELU window) unless a column "
-        "says *reported*, which is the figure the load generator itself prints. Medians over rounds; "
-        f"{interval_note(metrics)}",
-        "",
-        "## Cells",
-        "",
-        *cells_markdown(metrics),
+        *(latency_blocks(latency, runs) if latency is not None and len(latency) else []),
+        *costcurve_blocks(metrics),
+        *sweep_blocks(runs),
+        Para(
+            "req/s in the tables below is the server's own (requests it received over its ELU window) unless a "
+            "column says *reported*, which is the figure the load generator itself prints. Medians over rounds; "
+            f"{interval_note(metrics)}"
+        ),
+        Heading(2, "Cells"),
+        cells_table(metrics),
     ]
     if len(stopping):
-        parts += [
-            "",
-            "## Fixed duration against fixed count",
-            "",
-            "*duration req/s* and *count req/s* are what the load generator reported; *penalty* = 1 - count / "
-            "duration. *At sustained rate* = requests done / the fixed-duration runs' measured rate (requests over "
-            "the run's time); *unaccounted* = took - that; *share* = unaccounted / took.",
-            "",
-            *stopping_markdown(stopping),
-            "",
-            stopping_paragraph(stopping, cpu_model),
+        out += [
+            Heading(2, "Fixed duration against fixed count"),
+            Para(
+                "*duration req/s* and *count req/s* are what the load generator reported; *penalty* = 1 - count / "
+                "duration. *At sustained rate* = requests done / the fixed-duration runs' measured rate (requests "
+                "over the run's time); *unaccounted* = took - that; *share* = unaccounted / took."
+            ),
+            penalty_table(stopping),
+            Para(stopping_paragraph(stopping, cpu_model)),
         ]
     sweep = sweep_table(runs)
     if len(sweep):
-        parts += ["", "## Duration sweep", "", "req/s as the load generator reported it.", "", *sweep_markdown(sweep)]
+        out += [Heading(2, "Duration sweep"), Para("req/s as the load generator reported it."), *sweep_section(sweep)]
     if "server_startup_ms" in runs:
-        parts += ["", to_markdown(server_blocks(runs))]
+        out += server_blocks(runs)
     # An open loop's cells run at a share of capacity, not at the ceiling: they are not compared here.
     closed = metrics[~metrics["client"].astype(str).isin(OPEN_LOOP)]
     if closed["client"].nunique() > 1:
-        metrics = closed
-        parts += [
-            "",
-            "## Load generators",
-            "",
-            "The same cells under each client. *client CPU* is the load generator's own CPU over the run, in cores, "
-            "of the cores it can use (its threads, at most its CPUs); "
-            f"at {pct(CLIENT_BOUND_CPU)} of those the verdict is "
-            "client-bound.",
-            "",
-            *clients_markdown(metrics),
-            "",
-            bottleneck_paragraph(metrics),
+        out += [
+            Heading(2, "Load generators"),
+            Para(
+                "The same cells under each client. *client CPU* is the load generator's own CPU over the run, in "
+                "cores, of the cores it can use (its threads, at most its CPUs); "
+                f"at {pct(CLIENT_BOUND_CPU)} of those the verdict is client-bound."
+            ),
+            clients_table(closed),
+            Para(bottleneck_paragraph(closed)),
         ]
-    parts += ["", f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs.", ""]
-    return "\n".join(parts)
+    return [*out, Para(f"Generated {generated_at.isoformat(timespec='seconds')} from {len(runs)} runs.")]

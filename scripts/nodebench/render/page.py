@@ -1,8 +1,9 @@
 """reports/<scope>/index.html: the answer, the machine, every chart and every table on one page that works offline.
 
 The page says what summary.md says, in the same order, with the charts between the
-opening and the tables: the main matrix's page is written from the same blocks as its
-summary (render/markdown.py), an experiment's from its summary.md read back.
+opening and the tables: both are written from the same blocks, the main matrix's from
+render/markdown.py, an experiment's from render/experiment_report.py. Nothing is read back
+from the Markdown.
 """
 
 import contextlib
@@ -17,7 +18,7 @@ import vl_convert
 
 from nodebench.render import markdown
 from nodebench.render.chart_list import CHART_LIST
-from nodebench.render.document import Block, Heading, Items, Para, Raw, parse_markdown, to_html
+from nodebench.render.document import Block, Heading, Items, Para, Raw, to_html
 
 #: The page lists every cell up to this many rows; a larger campaign's page lists its
 #: headline cells and links the whole table.
@@ -54,9 +55,8 @@ def chart_blocks(specs: dict[str, dict]) -> tuple[list[Block], str]:
     return blocks, "\n".join(embeds)
 
 
-def split_summary(summary_md: str) -> tuple[str, list[Block], list[Block]]:
-    """An experiment's summary.md as (its title, the blocks before its first section, the rest)."""
-    blocks = parse_markdown(summary_md)
+def split_report(blocks: list[Block]) -> tuple[str, list[Block], list[Block]]:
+    """An experiment's report as (its title, the blocks before its first section, the rest)."""
     title = ""
     if blocks and isinstance(blocks[0], Heading) and blocks[0].level == 1:
         title, blocks = blocks[0].text, blocks[1:]
@@ -98,7 +98,7 @@ def render(
     metrics: pd.DataFrame,
     bundle: str,
     scores: pd.DataFrame | None = None,
-    summary_md: str = "",
+    report: list[Block] = (),
     metrics_href: str | None = None,
     summary_href: str = "summary.md",
     elsewhere: list[tuple[str, str, str]] = (),
@@ -109,7 +109,8 @@ def render(
     """One page: the Vega bundle inlined once, one div and one vegaEmbed call per chart.
 
     With scores (the main matrix, a workload) the page is written from the data, as the
-    summary is; without (an experiment) from the experiment's summary.md. metrics_href and
+    summary is; without (an experiment) from report, the blocks its summary.md was written from
+    (experiment_report.blocks). metrics_href and
     summary_href: where the whole metrics table and summary.md are, relative to the page.
     elsewhere: the other reports, (name, href relative to the page, what it asks), linked at the end.
     ledger_href: the claims ledger's page, relative to this one, linked at the end when given.
@@ -130,7 +131,7 @@ def render(
             charts = charts[2:]
         rest = markdown.body(runs, metrics, scores, limit=TABLE_ROWS, metrics_href=metrics_href)
     else:
-        name, opening, rest = split_summary(summary_md)
+        name, opening, rest = split_report(list(report))
         title = name or TITLE
     where = [f"The same report as Markdown: [{summary_href}]({summary_href})"]
     if metrics_href:

@@ -27,7 +27,7 @@ import random
 
 from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
 from nodebench.catalogue.workloads import WORKLOADS
-from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime, twin
+from nodebench.runs import SYSTEM_NODE, is_twin, on_node, runtime, twin, twin_of
 
 #: The main matrix's load generator when config does not name one.
 MAIN_CLIENT = "wrk"
@@ -82,8 +82,8 @@ def main_servers(config: dict) -> list[str]:
 def server_file(server: str, config: dict) -> str:
     """The configuration a cell's server name runs: its own file, on any Node.js; a twin runs its control's."""
     name, _ = runtime(server)
-    if name.endswith(TWIN_SUFFIX) and name[: -len(TWIN_SUFFIX)] in controls(config):
-        return name[: -len(TWIN_SUFFIX)]
+    if is_twin(name) and twin_of(name) in controls(config):
+        return twin_of(name)
     return name
 
 

@@ -8,7 +8,7 @@ from nodebench.analysis.verdict import verdict
 from nodebench.catalogue.baselines import BASELINES
 from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN, headline_of
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
-from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, is_twin, on_node, runtime
+from nodebench.runs import SYSTEM_NODE, is_twin, on_node, runtime, twin_of
 
 # A cell: what was measured and how the load was made. stop is the rule with its
 # value ("10s", "100000req"); stopping_rule alone would merge a 2 s and a 20 s run.
@@ -267,7 +267,7 @@ def add_noise_floor(
     floor = {"aa_cost": np.nan, "aa_cost_lo": np.nan, "aa_cost_hi": np.nan, "aa_pairs": 0, "noise_floor_log": np.nan}
     out = cells.assign(**floor)
     for twin in twins:
-        control = runtime(twin)[0][: -len(TWIN_SUFFIX)]
+        control = runtime(twin_of(twin))[0]
         partner = _partner(samples.keys, control)
         ratios = paired_ratios(samples, partner, "aa", headline)
         twin_rows = (samples.keys["server"].astype(str) == twin).to_numpy() & (partner >= 0)

@@ -23,7 +23,7 @@ from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.metrics import PEERS, Samples, paired_ratios
 from nodebench.catalogue.figures import HEADLINE_COLUMN, headline_of
 from nodebench.plan import MAJORS
-from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, on_node, runtime
+from nodebench.runs import SYSTEM_NODE, is_twin, on_node, runtime
 
 #: The Node.js major every other major is compared with.
 REFERENCE_NODE = "20"
@@ -76,7 +76,7 @@ def table(
         # (An A/A twin is the noise floor's, not a server of its own.)
         "node": [
             on_node(base, reference)
-            if node not in (reference, SYSTEM_NODE) and not base.endswith(TWIN_SUFFIX)
+            if node not in (reference, SYSTEM_NODE) and not is_twin(base)
             else None
             for base, node in names
         ],

@@ -26,7 +26,7 @@ from nodebench.catalogue.thresholds import (
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, WORKLOADS, ordered
 from nodebench.render.document import Block, Heading, Items, Para, Table, to_markdown
 from nodebench.render.latency_report import server_blocks
-from nodebench.runs import SYSTEM_NODE, TWIN_SUFFIX, is_twin, on_node, runtime, twin_of
+from nodebench.runs import SYSTEM_NODE, is_twin, on_node, runtime, twin_of
 
 #: The runs' provenance columns machine_line() reads.
 PROVENANCE = [
@@ -798,7 +798,7 @@ def share_table(metrics: pd.DataFrame) -> Table:
     m = headline(metrics)
     servers = m["server"].astype(str)
     base = servers.map(lambda s: runtime(s)[0])
-    m = m[(base != "node-http") & ~base.str.endswith(TWIN_SUFFIX)]
+    m = m[(base != "node-http") & ~servers.map(is_twin)]
     m = m.assign(_order=m["workload"].astype(str).map({w: i for i, w in enumerate(ordered(m["workload"]))}))
     m = m.sort_values(["_order", "us_per_req_elu"], kind="stable")
 

@@ -51,7 +51,7 @@ def test_each_round_measures_every_cell_before_the_next_begins(rounds_project: P
     config = yaml.safe_load(TWO_ROUNDS) | {"control": "node-http", "client": "wrk"}
     cells = plan.main_cells(config)
     for r, one in runs.groupby("round"):
-        assert list(one["server"]) == [c[1] for group in plan.blocked(cells, 7, r) for c in group]
+        assert list(one["server"]) == [c[1] for group in plan.back_to_back(cells, 7, r) for c in group]
     # The twin ran its control's file: it answers as node-http.
     assert set(runs.loc[runs["server"] == "node-http-aa", "framework"]) == {"node:http"}
 

@@ -243,12 +243,12 @@ def peer_key(cell: tuple) -> tuple:
     return (workload, connections, client, stop)
 
 
-def blocked(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
-    """One round's order as blocks: each peer group's cells back to back, the groups and each group's servers
-    shuffled by a generator seeded with (seed, round).
+def back_to_back(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
+    """One round's order, a list per peer group: each peer group's cells back to back, the groups and each group's
+    servers shuffled by a generator seeded with (seed, round).
 
     A ratio is taken between two servers of one peer group in one round, so its two runs
-    are at most one block apart in time (a block is a few runs), however large the round.
+    are at most one peer group apart in time (a group is a few runs), however large the round.
     """
     groups: dict[tuple, list[tuple]] = {}
     for cell in sorted(cells, key=lambda c: tuple(map(str, c))):
@@ -270,7 +270,7 @@ def blocked(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
 def abba(cells: list[tuple], seed, round_: int) -> list[list[tuple]]:
     """One round of an A/B block: each peer group's servers in their given order (A then B) in odd rounds and
     reversed in even ones, so that over rounds the sequence is A B B A A B ...; the groups shuffled as in
-    blocked()."""
+    back_to_back()."""
     groups: dict[tuple, list[tuple]] = {}
     for cell in cells:
         groups.setdefault(peer_key(cell), []).append(cell)
@@ -287,14 +287,14 @@ class Plan:
     name). runs maps (block, workload, server, connections, client, stop, round) to
     (index, position, size): its place in the whole plan, its place in its block's round
     (from 1) and that round's size. Within a round a block measures each peer group back
-    to back (blocked()).
+    to back (back_to_back()).
 
     An experiment measures its round in its own block, unless an earlier block (the main
     matrix, then the experiments in config order) measures every server of every one of its
     peer groups in that round: then it reads that block's runs, which were measured side by
     side too. So any statistic over one round of a scope, a ratio's two runs or a claim over
     several peer groups, reads runs of one block and round, never of two scopes' rounds
-    (owner() says which block a scope's run is in).
+    (measured_in() says which block a scope's run is in).
     """
 
     def __init__(self, config: dict):
@@ -302,7 +302,7 @@ class Plan:
         #: (block, peer key, round) -> the servers that block measures there.
         self.groups: dict[tuple, set[str]] = {}
         #: (scope block, workload, server, connections, client, stop, round) -> the block that measures it.
-        self.owners: dict[tuple, str] = {}
+        self.measuring: dict[tuple, str] = {}
         self.blocks: list[str] = []
         seed = config.get("round_seed", 1)
         self._add(MAIN_BLOCK, main_cells(config), main_rounds(config), seed, block_looks(config, MAIN_BLOCK))
@@ -336,23 +336,22 @@ class Plan:
             )
             for key, members in groups.items():
                 servers = {c[1] for c in members}
-                owner = lender
                 for c in members:
-                    self.owners[(block, *c, r)] = owner
-                if owner == block:
+                    self.measuring[(block, *c, r)] = lender
+                if lender == block:
                     if r <= lent:
                         self.groups[(block, key, r)] = servers
                     fresh += members
-            ordered = blocked(fresh, seed, r) if order == "shuffled" else abba(fresh, seed, r)
+            ordered = back_to_back(fresh, seed, r) if order == "shuffled" else abba(fresh, seed, r)
             ordered = [c for group in ordered for c in group]
             for position, cell in enumerate(ordered, start=1):
                 self.runs[(block, *cell, r)] = (len(self.runs), position, len(ordered))
         self.blocks.append(block)
 
-    def owner(self, scope_block: str, workload, server, connections, client, stop, round_) -> str:
+    def measured_in(self, scope_block: str, workload, server, connections, client, stop, round_) -> str:
         """The block whose run a scope's run is: the scope's own, or an earlier block that measured all of the
         scope's round (every one of its peer groups, whole)."""
-        return self.owners[(scope_block, workload, server, int(connections), client, stop, int(round_))]
+        return self.measuring[(scope_block, workload, server, int(connections), client, stop, int(round_))]
 
     def find(self, block, workload, server, connections, client, stop, round_) -> tuple[int, int, int] | None:
         """A run's (index, position, size), from its cell as a path spells it (connections and round as text)."""

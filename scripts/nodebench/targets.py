@@ -163,33 +163,33 @@ class Targets:
             self._sweep_index = index
         return self._sweep_index
 
-    def _owner(self, block: str) -> str:
+    def _entry(self, block: str) -> str:
         """The config entry of a block: MAIN_BLOCK, or the experiment that measures in it."""
         return self.experiment_of.get(block, plan.MAIN_BLOCK)
 
     def looks(self, block: str) -> list[int] | None:
-        return plan.block_looks(self.config, self._owner(block))
+        return plan.block_looks(self.config, self._entry(block))
 
     def adaptive(self, block: str) -> dict | None:
-        return plan.block_adaptive(self.config, self._owner(block))
+        return plan.block_adaptive(self.config, self._entry(block))
 
     def ab_pair(self, block: str) -> list[str] | None:
         """The A/B target's [a, b] for its block; None for any other block."""
-        return self.experiments.get(self._owner(block), {}).get("ab")
+        return self.experiments.get(self._entry(block), {}).get("ab")
 
     def rounds(self, block: str) -> int:
         """How many rounds a block's scopes report: its fixed rounds, or where its looks stopped it."""
         if self.looks(block) and self.stopped_at is not None:
             return self.stopped_at(block)
-        owner = self._owner(block)
-        return plan.main_rounds(self.config) if owner == plan.MAIN_BLOCK else plan.experiment_rounds(self.config, owner)
+        entry = self._entry(block)
+        return plan.main_rounds(self.config) if entry == plan.MAIN_BLOCK else plan.experiment_rounds(self.config, entry)
 
     def look_path(self, block: str, n: int) -> str:
         return LOOK.format(block=block, n=n)
 
     def look_records(self, block: str, n: int) -> list[str]:
         """The records an adaptive block's look after n rounds reads: the block's scope's, rounds 1 to n."""
-        return self._records(OVERALL if block == plan.MAIN_BLOCK else self._owner(block), n)
+        return self._records(OVERALL if block == plan.MAIN_BLOCK else self._entry(block), n)
 
     def look_inputs(self, block: str, n: int) -> list[str]:
         """Every file a look is made from: its records, the run schema and its code (the look rule's inputs)."""
@@ -213,7 +213,7 @@ class Targets:
     def block_products(self, block: str) -> list[str]:
         """What is made from the rounds a block stopped at: each of its scopes' runs table, summary, page and
         manifest (reports/all among them for the main matrix)."""
-        scopes = [OVERALL, *self.workloads] if block == plan.MAIN_BLOCK else [self._owner(block)]
+        scopes = [OVERALL, *self.workloads] if block == plan.MAIN_BLOCK else [self._entry(block)]
         found = ["reports/all"] if block == plan.MAIN_BLOCK else []
         for scope in scopes:
             found += [table_path(scope, "runs"), SUMMARY.format(scope=scope), PAGE.format(scope=scope)]
@@ -297,8 +297,7 @@ class Targets:
             # fixed rate measured beside that capacity (its record gives the curve's top).
             connections, stop, round_ = run
             cell = plan.capacity_cell((workload, server, int(connections), client_name, stop))
-            owner = self.plan.owner(block, *cell, round_)
-            inputs["capacity"] = record_path(owner, *cell, round_)
+            inputs["capacity"] = record_path(self.plan.measured_in(block, *cell, round_), *cell, round_)
         if run is not None and Stop.parse(run[1]).after:
             # The capacity measured again after its sweep: after every open-loop run of it, whatever the order
             # the scheduler would otherwise choose (its records are inputs; nothing is read from them).
@@ -373,7 +372,7 @@ class Targets:
         else:
             found = [c for c in self.main_runs(rounds) if scope == OVERALL or c[0] == scope]
             block = plan.MAIN_BLOCK
-        return [record_path(self.plan.owner(block, *c), *c) for c in found]
+        return [record_path(self.plan.measured_in(block, *c), *c) for c in found]
 
     def claim_cells(self, claim: dict) -> list[tuple]:
         """The planned cells of its scope a measured claim reads: each alias's cell; for a claim on the scenario
@@ -413,7 +412,7 @@ class Targets:
             records = out.setdefault(scope, set())
             for cell in self.claim_cells(claim):
                 for r in range(1, rounds + 1):
-                    records.add(record_path(self.plan.owner(block, *cell, r), *cell, r))
+                    records.add(record_path(self.plan.measured_in(block, *cell, r), *cell, r))
         return {scope: sorted(paths) for scope, paths in out.items()}
 
     def measured_runs(self) -> list[tuple]:
@@ -536,9 +535,9 @@ class Targets:
             if scope == "claims":
                 found += [r for paths in (claim_records or {}).values() for r in paths]
                 continue
-            owner = self._owner(self.block_of(scope))
-            main = owner == plan.MAIN_BLOCK
-            cap = plan.main_rounds(self.config) if main else plan.experiment_rounds(self.config, owner)
+            entry = self._entry(self.block_of(scope))
+            main = entry == plan.MAIN_BLOCK
+            cap = plan.main_rounds(self.config) if main else plan.experiment_rounds(self.config, entry)
             found += self._records(scope, cap)
             if self.reference_runs(scope):
                 found += self._records(FRAMEWORK_ONLY, cap)

@@ -42,7 +42,8 @@ def test_an_ab_measures_its_own_pairs_even_where_another_block_measures_the_same
     p = plan.Plan(config)
     block = plan.block_name(config, plan.AB)
     assert block == "compare/express4/express"
-    assert {p.owner(block, *c, r) for c in plan.experiment_cells(config, plan.AB) for r in range(1, 21)} == {block}
+    cells = plan.experiment_cells(config, plan.AB)
+    assert {p.measured_in(block, *c, r) for c in cells for r in range(1, 21)} == {block}
 
 
 def test_another_pair_never_takes_this_pairs_records():

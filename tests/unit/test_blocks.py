@@ -29,12 +29,12 @@ def test_every_pair_a_scope_can_take_is_measured_in_one_peer_group_of_one_block(
     for scope in t.scopes:
         groups = defaultdict(set)
         for run in _scope_runs(t, scope):
-            block, workload, server, connections, client, stop, round_ = run
-            owner = t.plan.owner(*run)
-            groups[(workload, connections, client, stop, round_)].add((owner, server))
+            _, workload, server, connections, client, stop, round_ = run
+            block = t.plan.measured_in(*run)
+            groups[(workload, connections, client, stop, round_)].add((block, server))
         for key, members in groups.items():
-            owners = {owner for owner, _ in members}
-            assert len(owners) == 1, f"{scope} {key}: its servers were measured in blocks {sorted(owners)}"
+            blocks = {block for block, _ in members}
+            assert len(blocks) == 1, f"{scope} {key}: its servers were measured in blocks {sorted(blocks)}"
             checked += len(members) * (len(members) - 1) // 2
     assert checked > 1000
 
@@ -63,18 +63,18 @@ def test_an_experiment_shares_a_block_only_where_that_block_measured_its_whole_p
     config["experiments"] = {"subset": {"rounds": 5, "matrices": [subset]}, "wider": {"rounds": 2, "matrices": [wider]}}
     p = targets.Targets(config).plan
     # Rounds 1-3 of the subset are the main matrix's runs; its rounds 4 and 5 are its own.
-    assert [p.owner("subset", "empty", "express", 50, "wrk", "4s", r) for r in range(1, 6)] == [
+    assert [p.measured_in("subset", "empty", "express", 50, "wrk", "4s", r) for r in range(1, 6)] == [
         "main", "main", "main", "subset", "subset"
     ]  # fmt: skip
     # hono is not in the main matrix: the whole group is measured again, express included.
-    assert {p.owner("wider", "empty", s, 50, "wrk", "4s", 1) for s in ("express", "hono")} == {"wider"}
+    assert {p.measured_in("wider", "empty", s, 50, "wrk", "4s", 1) for s in ("express", "hono")} == {"wider"}
     assert p.find("wider", "empty", "express", 50, "wrk", "4s", 1) is not None
 
 
 def test_blocks_are_shuffled_from_the_seed_and_differ_between_rounds():
     cells = [(w, s, 50, "wrk", "5s") for w in ("empty", "list", "point-lookup") for s in ("a", "b", "c", "d")]
-    one, again = plan.blocked(cells, 1, 1), plan.blocked(cells, 1, 1)
+    one, again = plan.back_to_back(cells, 1, 1), plan.back_to_back(cells, 1, 1)
     assert one == again
-    assert one != plan.blocked(cells, 1, 2)
+    assert one != plan.back_to_back(cells, 1, 2)
     assert all(len({c[0] for c in group}) == 1 for group in one)
     assert sorted(c for g in one for c in g) == sorted(cells)

@@ -68,9 +68,9 @@ def test_each_measured_claim_reads_one_block_in_every_round():
         assert cells, c["id"]
         block = t.block_of(c["scope"])
         for r in range(1, t.rounds(block) + 1):
-            owners = {t.plan.owner(block, *cell, r) for cell in cells}
-            if len(owners) > 1:
-                problems.append(f"{c['id']} round {r}: {sorted(owners)}")
+            blocks = {t.plan.measured_in(block, *cell, r) for cell in cells}
+            if len(blocks) > 1:
+                problems.append(f"{c['id']} round {r}: {sorted(blocks)}")
     assert not problems, problems
 
 
@@ -93,8 +93,8 @@ def test_a_block_that_cannot_lend_every_peer_group_lends_none():
         },
     }  # fmt: skip
     p = plan.Plan(config)
-    assert p.owner("reader", "empty", "express", 50, "wrk", "4s", 1) == "reader"
-    assert p.owner("subset", "empty", "express", 50, "wrk", "4s", 1) == "lender"
+    assert p.measured_in("reader", "empty", "express", 50, "wrk", "4s", 1) == "reader"
+    assert p.measured_in("subset", "empty", "express", 50, "wrk", "4s", 1) == "lender"
 
 
 def test_the_ledger_measures_the_cells_its_claims_read_and_no_others():

@@ -8,7 +8,7 @@ import pytest
 from nodebench.analysis.costcurve import SATURATION, cost_curve, not_like_with_like
 from nodebench.analysis.metrics import compute_metrics
 from nodebench.catalogue.clients import Stop
-from nodebench.plan import blocked, experiment_cells
+from nodebench.plan import back_to_back, experiment_cells
 from nodebench.render.costcurve_report import costcurve_blocks
 from nodebench.render.document import to_markdown
 
@@ -80,7 +80,7 @@ def test_an_experiment_with_rates_plans_the_capacity_cell_and_one_cell_per_rate(
     assert len(cells) == 8
     # In every round: the capacities, then the rates, then the capacities again, each phase's groups shuffled.
     for r in (1, 2, 3):
-        order = [c[4] for group in blocked(cells, 1, r) for c in group]
+        order = [c[4] for group in back_to_back(cells, 1, r) for c in group]
         assert order[:2] == ["5s", "5s"] and order[-2:] == ["5s-end", "5s-end"], order
         assert sorted(order[2:6]) == ["5s-r1000", "5s-r1000", "5s-r3000", "5s-r3000"]
     assert Stop.parse("5s-end") == Stop("duration", 5.0, after=True) and Stop.parse("5s-end").label == "5s-end"

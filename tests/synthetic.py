@@ -168,7 +168,7 @@ def records_like(templates: dict, targets, seed: int = 7) -> tuple[dict[str, dic
         rps = elu * 1e6 / us
         window = float(rule.value) if rule.rule == "duration" else rule.value / rps
         requests = int(rps * window) if rule.rule == "duration" else int(rule.value)
-        index, position, size = targets.plan.find(*run)
+        index, position, size = targets.plan.find(runs.Run.of(*run))
         began = start + timedelta(seconds=3 * index)
         statuses = {str(w.status): requests}
         r.update(

@@ -27,7 +27,7 @@ import random
 
 from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
 from nodebench.catalogue.workloads import WORKLOADS
-from nodebench.runs import SYSTEM_NODE, is_twin, on_node, runtime, twin, twin_of
+from nodebench.runs import SYSTEM_NODE, Run, is_twin, on_node, runtime, twin, twin_of
 
 #: The main matrix's load generator when config does not name one.
 MAIN_CLIENT = "wrk"
@@ -294,11 +294,12 @@ class Plan:
     peer groups in that round: then it reads that block's runs, which were measured side by
     side too. So any statistic over one round of a scope, a ratio's two runs or a claim over
     several peer groups, reads runs of one block and round, never of two scopes' rounds
-    (measured_in() says which block a scope's run is in).
+    (as_measured() says which block a scope's run is in).
     """
 
     def __init__(self, config: dict):
-        self.runs: dict[tuple, tuple[int, int, int]] = {}
+        #: Every run of the plan -> (index in the plan, position in its round, the round's size).
+        self.runs: dict[Run, tuple[int, int, int]] = {}
         #: (block, peer key, round) -> the servers that block measures there.
         self.groups: dict[tuple, set[str]] = {}
         #: (scope block, workload, server, connections, client, stop, round) -> the block that measures it.
@@ -345,24 +346,24 @@ class Plan:
             ordered = back_to_back(fresh, seed, r) if order == "shuffled" else abba(fresh, seed, r)
             ordered = [c for group in ordered for c in group]
             for position, cell in enumerate(ordered, start=1):
-                self.runs[(block, *cell, r)] = (len(self.runs), position, len(ordered))
+                self.runs[Run(block, *cell, r)] = (len(self.runs), position, len(ordered))
         self.blocks.append(block)
 
-    def measured_in(self, scope_block: str, workload, server, connections, client, stop, round_) -> str:
-        """The block whose run a scope's run is: the scope's own, or an earlier block that measured all of the
-        scope's round (every one of its peer groups, whole)."""
-        return self.measuring[(scope_block, workload, server, int(connections), client, stop, int(round_))]
+    def as_measured(self, run: Run) -> Run:
+        """A scope's run as measured: the same cell and round in the block that measures it, the scope's own or an
+        earlier block that measured all of the scope's round (every one of its peer groups, whole)."""
+        return run._replace(block=self.measuring[run])
 
-    def find(self, block, workload, server, connections, client, stop, round_) -> tuple[int, int, int] | None:
-        """A run's (index, position, size), from its cell as a path spells it (connections and round as text)."""
-        return self.runs.get((block, workload, server, int(connections), client, stop, int(round_)))
+    def find(self, run: Run) -> tuple[int, int, int] | None:
+        """A run's (index, position, size); None for a run outside the plan."""
+        return self.runs.get(run)
 
-    def priority(self, *run) -> int:
+    def priority(self, run: Run) -> int:
         """Earlier in the plan, higher; a run asked for by path outside the plan comes after all of it."""
-        found = self.find(*run)
+        found = self.find(run)
         return FIRST_PRIORITY - (found[0] if found else len(self.runs))
 
-    def place(self, *run) -> tuple[int, int] | tuple[None, None]:
+    def place(self, run: Run) -> tuple[int, int] | tuple[None, None]:
         """(position in its round, round size); (None, None) for a run outside the plan."""
-        found = self.find(*run)
+        found = self.find(run)
         return (found[1], found[2]) if found else (None, None)

@@ -15,6 +15,7 @@ The ground floor: standard library only, no other module of the package.
 """
 
 import re
+from typing import NamedTuple
 
 #: The A/A control's twin is the control's name with this suffix: node-http-aa.
 TWIN_SUFFIX = "-aa"
@@ -27,8 +28,54 @@ RUNTIME_MARK = "@node"
 RECORD = "data/runs/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.json"
 #: A cell expected to fail: what happened when it was run.
 FAILURE = "data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json"
-#: The stop (its rule's value: 5s, 100000req, 5s-at2000) in a record's path.
-RECORD_STOP = re.compile(r"/[a-z_]+-(?P<stop>[^/]+)/r\d+\.json$")
+#: A record's path, read back into its run (the block may hold slashes: compare/<a>/<b>).
+RECORD_PATH = re.compile(
+    r"(?:^|/)data/runs/(?P<block>.+)/(?P<workload>[^/]+)/(?P<server>[^/]+)/c(?P<connections>\d+)/"
+    r"(?P<client>[a-z_]+)-(?P<stop>[^/]+)/r(?P<round>\d+)\.json$"
+)
+
+
+class Run(NamedTuple):
+    """A run: a cell in one round, measured in a block. The plan's key (plan.Plan.runs), what a record's path and a
+    measure job's wildcards spell, built here only: connections and round are ints in a Run and text only in a
+    path or a wildcard, and the conversion between them is made here (of, from_wildcards, from_path, path)."""
+
+    block: str
+    workload: str
+    server: str
+    connections: int
+    client: str
+    stop: str
+    round: int
+
+    @classmethod
+    def of(cls, block, workload, server, connections, client, stop, round_) -> "Run":
+        """A run from its seven parts as any layer holds them (connections and round as int or text)."""
+        return cls(str(block), str(workload), str(server), int(connections), str(client), str(stop), int(round_))
+
+    @classmethod
+    def from_wildcards(cls, wildcards) -> "Run":
+        """A measure job's run, from its wildcards (all text)."""
+        w = wildcards
+        return cls.of(w.block, w.workload, w.server, w.connections, w.client, w.stop, w.round)
+
+    @classmethod
+    def from_path(cls, path: str) -> "Run":
+        """The run a record's path names; ValueError for a path that is not a record's."""
+        found = RECORD_PATH.search(str(path))
+        if found is None:
+            raise ValueError(f"{path} is not a run record's path ({RECORD})")
+        return cls.of(*found.group("block", "workload", "server", "connections", "client", "stop", "round"))
+
+    @property
+    def cell(self) -> tuple:
+        """(workload, server, connections, client, stop): what the run measures, in any round or block."""
+        return self.workload, self.server, self.connections, self.client, self.stop
+
+    @property
+    def path(self) -> str:
+        """Its record's path."""
+        return record_path(*self)
 
 
 def twin(server: str) -> str:
@@ -71,7 +118,4 @@ def failure_path(workload, server, connections, client, stop) -> str:
 
 def record_stop(record: str) -> str:
     """The stop of the run a record path names ('5s' of .../wrk-5s/r3.json)."""
-    found = RECORD_STOP.search(record)
-    if found is None:
-        raise ValueError(f"{record} is not a run record's path ({RECORD})")
-    return found["stop"]
+    return Run.from_path(record).stop

@@ -19,7 +19,7 @@ from nodebench.catalogue.clients import CLIENTS, OPEN_LOOP, Stop
 from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
 from nodebench.render.chart_list import CHART_LIST, EXTENSIONS, ScopeFacts, charts_for
-from nodebench.runs import SYSTEM_NODE, failure_path, record_path, record_stop, runtime, twin
+from nodebench.runs import SYSTEM_NODE, Run, failure_path, record_stop, runtime, twin
 
 # --- The path table ----------------------------------------------------------------------
 TABLE = "data/{scope}/{table}.parquet"
@@ -251,12 +251,8 @@ class Targets:
         return None
 
     # --- a measurement job ---------------------------------------------------------------
-    def measure_inputs(self, workload: str, server: str, client_name: str, block: str | None = None,
-                       run: tuple | None = None) -> dict:  # fmt: skip
-        """This cell's files only: its server and what that server loads, its workload's and its client's files.
-
-        In the A/B target's block, also the other build's server files (partner_files): a change to either build
-        re-measures both, so that every round's A and B are still measured side by side."""
+    def cell_inputs(self, workload: str, server: str, client_name: str) -> dict:
+        """A cell's files only: its server and what that server loads, its workload's and its client's files."""
         server_file = f"servers/{plan.server_file(server, self.config)}.js"
         client = CLIENTS[client_name]
         inputs = {
@@ -292,30 +288,35 @@ class Targets:
             inputs["server_binary"] = NODE_BINARY.format(major=node)
         if node == SYSTEM_NODE or client.program is None:
             inputs["pipeline_node"] = SYSTEM_NODE_INFO
-        if client.open_loop and run is not None:
+        return inputs
+
+    def measure_inputs(self, run: Run) -> dict:
+        """A measure job's files: its cell's (cell_inputs) and what its place in the plan makes it wait for.
+
+        An open loop's capacity run, a capacity measured again after its sweep the sweep's runs; in the A/B
+        target's block, also the other build's server files (partner_files): a change to either build re-measures
+        both, so that every round's A and B are still measured side by side."""
+        inputs = self.cell_inputs(run.workload, run.server, run.client)
+        if CLIENTS[run.client].open_loop:
             # Its rate is a share of the req/s its closed-loop cell measured in the same round (that run's record), or a
             # fixed rate measured beside that capacity (its record gives the curve's top).
-            connections, stop, round_ = run
-            cell = plan.capacity_cell((workload, server, int(connections), client_name, stop))
-            inputs["capacity"] = record_path(self.plan.measured_in(block, *cell, round_), *cell, round_)
-        if run is not None and Stop.parse(run[1]).after:
+            cell = plan.capacity_cell(run.cell)
+            inputs["capacity"] = self.plan.as_measured(Run(run.block, *cell, run.round)).path
+        if Stop.parse(run.stop).after:
             # The capacity measured again after its sweep: after every open-loop run of it, whatever the order
             # the scheduler would otherwise choose (its records are inputs; nothing is read from them).
-            connections, _, round_ = run
-            inputs["sweep"] = [
-                record_path(block, workload, server, int(connections), c, stop, int(round_))
-                for c, stop in self._sweeps().get((block, workload, server, int(connections), int(round_)), [])
-            ]
-        pair = self.ab_pair(block) if block else None
-        if pair and server in pair:
-            other = pair[1 - pair.index(server)]
+            key = (run.block, run.workload, run.server, run.connections, run.round)
+            inputs["sweep"] = [run._replace(client=c, stop=stop).path for c, stop in self._sweeps().get(key, [])]
+        pair = self.ab_pair(run.block)
+        if pair and run.server in pair:
+            other = pair[1 - pair.index(run.server)]
             other_file = f"servers/{plan.server_file(other, self.config)}.js"
             inputs["partner_files"] = [other_file, *codegraph.js_files(other_file)]
         return inputs
 
     def failure_inputs(self, workload: str, server: str, client_name: str) -> dict:
         """A cell expected to fail takes what its measurement would, and its own entry script's code."""
-        return self.measure_inputs(workload, server, client_name) | {
+        return self.cell_inputs(workload, server, client_name) | {
             "entry": "scripts/expect_failure.py",
             "code": [m for m in code("expect_failure.py") if m != CATALOGUE_MODULE],
         }
@@ -372,7 +373,7 @@ class Targets:
         else:
             found = [c for c in self.main_runs(rounds) if scope == OVERALL or c[0] == scope]
             block = plan.MAIN_BLOCK
-        return [record_path(self.plan.measured_in(block, *c), *c) for c in found]
+        return [self.plan.as_measured(Run(block, *c)).path for c in found]
 
     def claim_cells(self, claim: dict) -> list[tuple]:
         """The planned cells of its scope a measured claim reads: each alias's cell; for a claim on the scenario
@@ -412,7 +413,7 @@ class Targets:
             records = out.setdefault(scope, set())
             for cell in self.claim_cells(claim):
                 for r in range(1, rounds + 1):
-                    records.add(record_path(self.plan.measured_in(block, *cell, r), *cell, r))
+                    records.add(self.plan.as_measured(Run(block, *cell, r)).path)
         return {scope: sorted(paths) for scope, paths in out.items()}
 
     def measured_runs(self) -> list[tuple]:

@@ -12,6 +12,7 @@ from test_configcheck import SERVERS, shipped
 
 from nodebench import configcheck, plan, targets
 from nodebench.analysis import ab, intervals, looks
+from nodebench.runs import Run
 
 
 def ab_config(**ab_overrides) -> dict:
@@ -43,7 +44,7 @@ def test_an_ab_measures_its_own_pairs_even_where_another_block_measures_the_same
     block = plan.block_name(config, plan.AB)
     assert block == "compare/express4/express"
     cells = plan.experiment_cells(config, plan.AB)
-    assert {p.measured_in(block, *c, r) for c in cells for r in range(1, 21)} == {block}
+    assert {p.as_measured(Run(block, *c, r)).block for c in cells for r in range(1, 21)} == {block}
 
 
 def test_another_pair_never_takes_this_pairs_records():
@@ -211,10 +212,11 @@ def test_an_ab_record_depends_on_both_builds_so_a_change_to_either_remeasures_bo
     config = plan.with_ab(ab_config(a="express4", b="express"))
     t = targets.Targets(config)
     block = plan.block_name(config, plan.AB)
-    a = t.measure_inputs("point-lookup", "express4", "wrk", block)
+    run = Run(block, "point-lookup", "express4", 50, "wrk", "5s", 1)
+    a = t.measure_inputs(run)
     assert "servers/express.js" in a["partner_files"] and "servers/express.js" != a["server"]
-    assert "servers/express4.js" in t.measure_inputs("point-lookup", "express", "wrk", block)["partner_files"]
-    assert "partner_files" not in t.measure_inputs("point-lookup", "express", "wrk", plan.MAIN_BLOCK)
+    assert "servers/express4.js" in t.measure_inputs(run._replace(server="express"))["partner_files"]
+    assert "partner_files" not in t.measure_inputs(run._replace(block=plan.MAIN_BLOCK, server="express"))
 
 
 def test_cross_session_pairs_of_an_ab_are_counted_and_the_report_says_to_remeasure():

@@ -10,6 +10,7 @@ import pytest
 from test_configcheck import shipped
 
 from nodebench import plan, targets
+from nodebench.runs import Run
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +31,7 @@ def test_every_pair_a_scope_can_take_is_measured_in_one_peer_group_of_one_block(
         groups = defaultdict(set)
         for run in _scope_runs(t, scope):
             _, workload, server, connections, client, stop, round_ = run
-            block = t.plan.measured_in(*run)
+            block = t.plan.as_measured(Run(*run)).block
             groups[(workload, connections, client, stop, round_)].add((block, server))
         for key, members in groups.items():
             blocks = {block for block, _ in members}
@@ -63,12 +64,12 @@ def test_an_experiment_shares_a_block_only_where_that_block_measured_its_whole_p
     config["experiments"] = {"subset": {"rounds": 5, "matrices": [subset]}, "wider": {"rounds": 2, "matrices": [wider]}}
     p = targets.Targets(config).plan
     # Rounds 1-3 of the subset are the main matrix's runs; its rounds 4 and 5 are its own.
-    assert [p.measured_in("subset", "empty", "express", 50, "wrk", "4s", r) for r in range(1, 6)] == [
+    assert [p.as_measured(Run("subset", "empty", "express", 50, "wrk", "4s", r)).block for r in range(1, 6)] == [
         "main", "main", "main", "subset", "subset"
     ]  # fmt: skip
     # hono is not in the main matrix: the whole group is measured again, express included.
-    assert {p.measured_in("wider", "empty", s, 50, "wrk", "4s", 1) for s in ("express", "hono")} == {"wider"}
-    assert p.find("wider", "empty", "express", 50, "wrk", "4s", 1) is not None
+    assert {p.as_measured(Run("wider", "empty", s, 50, "wrk", "4s", 1)).block for s in ("express", "hono")} == {"wider"}
+    assert p.find(Run("wider", "empty", "express", 50, "wrk", "4s", 1)) is not None
 
 
 def test_blocks_are_shuffled_from_the_seed_and_differ_between_rounds():

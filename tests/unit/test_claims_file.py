@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from nodebench import claimfile, plan, targets
+from nodebench.runs import Run
 
 REPO = Path(__file__).resolve().parents[2]
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -68,7 +69,7 @@ def test_each_measured_claim_reads_one_block_in_every_round():
         assert cells, c["id"]
         block = t.block_of(c["scope"])
         for r in range(1, t.rounds(block) + 1):
-            blocks = {t.plan.measured_in(block, *cell, r) for cell in cells}
+            blocks = {t.plan.as_measured(Run(block, *cell, r)).block for cell in cells}
             if len(blocks) > 1:
                 problems.append(f"{c['id']} round {r}: {sorted(blocks)}")
     assert not problems, problems
@@ -93,8 +94,8 @@ def test_a_block_that_cannot_lend_every_peer_group_lends_none():
         },
     }  # fmt: skip
     p = plan.Plan(config)
-    assert p.measured_in("reader", "empty", "express", 50, "wrk", "4s", 1) == "reader"
-    assert p.measured_in("subset", "empty", "express", 50, "wrk", "4s", 1) == "lender"
+    assert p.as_measured(Run("reader", "empty", "express", 50, "wrk", "4s", 1)).block == "reader"
+    assert p.as_measured(Run("subset", "empty", "express", 50, "wrk", "4s", 1)).block == "lender"
 
 
 def test_the_ledger_measures_the_cells_its_claims_read_and_no_others():

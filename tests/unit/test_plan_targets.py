@@ -1,6 +1,7 @@
 """What the workflow plans, without Snakemake: paths, each scope's files and charts, a job's inputs, the charts."""
 
 import importlib
+from argparse import Namespace
 
 import pytest
 from test_configcheck import REPO, shipped
@@ -82,24 +83,28 @@ def test_an_open_loop_cell_reads_its_capacity_from_its_wrk_cell_of_the_same_roun
         mine = [c for c in cells if c[:2] == (w, s)]
         assert mine[0] == (w, s, 50, "wrk", "5s") and mine[-1] == (w, s, 50, "wrk", "5s-end") and len(mine) == 6
     block = t.block_of("latency")
-    inputs = t.measure_inputs("empty", "express", "openloop", block, ("50", "5s-at75", "2"))
+    run = runs.Run.from_wildcards(
+        Namespace(block=block, workload="empty", server="express", connections="50", client="openloop",
+                  stop="5s-at75", round="2")
+    )  # fmt: skip
+    inputs = t.measure_inputs(run)
     assert inputs["capacity"] == runs.record_path(block, "empty", "express", 50, "wrk", "5s", 2)
     assert inputs["client_file"] == "servers/loadgen/openloop.js"
-    assert "capacity" not in t.measure_inputs("empty", "express", "wrk", block, ("50", "5s", "2"))
+    assert "capacity" not in t.measure_inputs(run._replace(client="wrk", stop="5s"))
     # The capacity measured again waits for every open-loop run of its sweep, in its round, and only those.
-    end = t.measure_inputs("empty", "express", "wrk", block, ("50", "5s-end", "2"))
+    end = t.measure_inputs(run._replace(client="wrk", stop="5s-end"))
     assert sorted(end["sweep"]) == [
         runs.record_path(block, "empty", "express", 50, "openloop", f"5s-at{p}", 2) for p in (25, 50, 75, 90)
     ]
-    assert "sweep" not in t.measure_inputs("empty", "express", "wrk", block, ("50", "5s", "2"))
+    assert "sweep" not in t.measure_inputs(run._replace(client="wrk", stop="5s"))
 
 
 def test_a_job_on_an_installed_node_takes_that_binary_and_a_node_client_the_pipelines():
     t = targets.Targets(shipped())
-    on22 = t.measure_inputs("empty", "express@node22", "wrk")
+    on22 = t.cell_inputs("empty", "express@node22", "wrk")
     assert on22["server_binary"] == "data/toolchain/node22/bin/node" and "pipeline_node" not in on22
     assert on22["server"] == "servers/express.js" and on22["client_probe"] == "data/toolchain/wrk.json"
-    own = t.measure_inputs("point-lookup", "node-http-aa", "autocannon")
+    own = t.cell_inputs("point-lookup", "node-http-aa", "autocannon")
     assert own["server"] == "servers/node-http.js" and own["pipeline_node"] == "data/toolchain/node-system.json"
     assert "scripts/nodebench/catalogue/workloads.py" not in own["code"]
     assert t.failure_inputs("block", "express", "ab")["entry"] == "scripts/expect_failure.py"

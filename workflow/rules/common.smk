@@ -158,34 +158,24 @@ def manifest_due(manifest):
 
 
 def measure_inputs(wildcards):
-    return T.measure_inputs(
-        wildcards.workload,
-        wildcards.server,
-        wildcards.client,
-        wildcards.block,
-        (wildcards.connections, wildcards.stop, wildcards.round),
-    )
+    return T.measure_inputs(runs.Run.from_wildcards(wildcards))
 
 
 def failure_inputs(wildcards):
     return T.failure_inputs(wildcards.workload, wildcards.server, wildcards.client)
 
 
-def _run(w):
-    return w.block, w.workload, w.server, w.connections, w.client, w.stop, w.round
-
-
 def measure_priority(wildcards):
     """Earlier in the plan, higher priority: rounds run in order, each in its shuffled order."""
-    return T.plan.priority(*_run(wildcards))
+    return T.plan.priority(runs.Run.from_wildcards(wildcards))
 
 
 def round_position(wildcards):
-    return T.plan.place(*_run(wildcards))[0] or 0
+    return T.plan.place(runs.Run.from_wildcards(wildcards))[0] or 0
 
 
 def round_size(wildcards):
-    return T.plan.place(*_run(wildcards))[1] or 0
+    return T.plan.place(runs.Run.from_wildcards(wildcards))[1] or 0
 
 
 def attempt_number(wildcards, attempt):

@@ -104,6 +104,9 @@ def test_summary_and_manifest(project: Path):
     assert glance.startswith("- **empty** at 10 connections: cheapest by median ") and "(n=1: no interval)" in glance
     # The run ended by printing the page and the same lines, computed from the tables, without the emphasis.
     printed = (project / "data" / "logs" / "reports-all.out").read_text()
+    # Each measurement said where it stood, its round of how many read from the plan the workflow wrote.
+    where = r"measured \S+ .*: run \d+ of \d+ in round 1 of 1; \d+ of \d+ runs of this invocation done"
+    assert re.search(where, printed), printed[-3000:]
     closing = printed[printed.index("report: reports/overall/index.html") :].splitlines()
     assert closing[1].endswith(glance.splitlines()[0].removeprefix("- ").replace("**", "")), closing[:3]
     # Then in full: per workload, each framework's paired cost against express and node-http, one round each.

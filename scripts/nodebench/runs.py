@@ -116,6 +116,17 @@ def failure_path(workload, server, connections, client, stop) -> str:
     return FAILURE.format(workload=workload, server=server, connections=connections, client=client, stop=stop)
 
 
+def planned_rounds(records) -> dict[str, tuple[int, int]]:
+    """Each run record's (round, the highest round among the records of its cell in its block): what a measure job
+    prints as 'round k of n' (harness/progress.py reads it from the plan, never from a path)."""
+    found = {r: Run.from_path(r) for r in records}
+    top: dict[Run, int] = {}
+    for run in found.values():
+        cell = run._replace(round=0)
+        top[cell] = max(top.get(cell, 0), run.round)
+    return {r: (run.round, top[run._replace(round=0)]) for r, run in found.items()}
+
+
 def record_stop(record: str) -> str:
     """The stop of the run a record path names ('5s' of .../wrk-5s/r3.json)."""
     return Run.from_path(record).stop

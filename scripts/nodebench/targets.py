@@ -54,6 +54,10 @@ RUN_SCHEMA = "workflow/schemas/run-record.schema.yaml"
 #: The workload catalogue is no measurement's input: a cell's own entry is a parameter of its job, so adding
 #: or editing another workload re-measures nothing.
 CATALOGUE_MODULE = "scripts/nodebench/catalogue/workloads.py"
+#: Modules a measure job imports that cannot change what it measures, left out of its code inputs: the workloads'
+#: catalogue (each cell's own entry is a param instead, so editing one workload re-measures only its cells) and the
+#: progress line (it prints where the invocation stands; nothing of it reaches a record).
+NOT_MEASUREMENT_CODE = {CATALOGUE_MODULE, "scripts/nodebench/harness/progress.py"}
 #: The whole matrix's scope name.
 OVERALL = "overall"
 
@@ -263,7 +267,7 @@ class Targets:
             "database": DATABASE_INFO,
             "run_schema": RUN_SCHEMA,
             "entry": "scripts/measure_run.py",
-            "code": [m for m in code("measure_run.py") if m != CATALOGUE_MODULE],
+            "code": [m for m in code("measure_run.py") if m not in NOT_MEASUREMENT_CODE],
         }
         fixture = WORKLOADS[workload].answer_fixture
         if fixture:
@@ -318,7 +322,7 @@ class Targets:
         """A cell expected to fail takes what its measurement would, and its own entry script's code."""
         return self.cell_inputs(workload, server, client_name) | {
             "entry": "scripts/expect_failure.py",
-            "code": [m for m in code("expect_failure.py") if m != CATALOGUE_MODULE],
+            "code": [m for m in code("expect_failure.py") if m not in NOT_MEASUREMENT_CODE],
         }
 
     def public_dsn(self) -> str:

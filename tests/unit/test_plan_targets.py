@@ -107,6 +107,10 @@ def test_a_job_on_an_installed_node_takes_that_binary_and_a_node_client_the_pipe
     own = t.cell_inputs("point-lookup", "node-http-aa", "autocannon")
     assert own["server"] == "servers/node-http.js" and own["pipeline_node"] == "data/toolchain/node-system.json"
     assert "scripts/nodebench/catalogue/workloads.py" not in own["code"]
+    # The progress line prints where the invocation stands and never reaches a record: editing it re-measures nothing.
+    assert (
+        "scripts/nodebench/harness/progress.py" not in own["code"] and "scripts/nodebench/harness/job.py" in own["code"]
+    )
     assert t.failure_inputs("block", "express", "ab")["entry"] == "scripts/expect_failure.py"
 
 
@@ -173,4 +177,17 @@ def test_a_measurement_depends_on_the_harness_not_on_the_rule_layers_code():
         "scripts/nodebench/targets.py",
         "scripts/nodebench/plan.py",
         "scripts/nodebench/recovery.py",
+        # The names' grammar and record paths: read by the rule layer and the analysis, never by a job, so that
+        # editing them re-measures nothing.
+        "scripts/nodebench/runs.py",
     }, sorted(found)
+
+
+def test_a_records_round_of_how_many_is_read_from_the_plans_paths_by_the_workflow():
+    records = [
+        runs.record_path("compare/express4/express", "empty", "express", 50, "wrk", "5s", r) for r in (1, 2, 3)
+    ] + [runs.record_path("main", "empty", "express", 50, "wrk", "5s", 1)]
+    found = runs.planned_rounds(records)
+    assert found[records[1]] == (2, 3) and found[records[3]] == (1, 1)
+    assert runs.Run.from_path(records[0]).block == "compare/express4/express"
+    assert runs.Run.from_path("/abs/project/" + records[3]) == runs.Run("main", "empty", "express", 50, "wrk", "5s", 1)

@@ -34,7 +34,9 @@ def _plan(tmp_path, capped=False):
     # r1 of both cells was recorded before this invocation: not to measure.
     to_measure = {p: 10.0 for p in planned if not p.endswith("r1.json")}
     path = progress.plan_path(tmp_path, "20261205T084600-123")
-    progress.write(path, planned, to_measure, capped=capped, now=1000.0)
+    # The workflow names each record's round and its cell's rounds (runs.planned_rounds reads them from the paths).
+    rounds = {p: (int(p[-6]), 3) for p in planned}
+    progress.write(path, rounds, to_measure, capped=capped, now=1000.0)
     return path
 
 

@@ -267,7 +267,7 @@ onstart:
         ).resolve()
         progress.write(
             plan_file,
-            _planned,
+            runs.planned_rounds(_planned),
             {
                 r: targets.measuring_seconds([r], config["warmup_s"])
                 for r in to_measure

@@ -6,16 +6,19 @@ The remaining time is the plan's own estimate for the runs not yet recorded (war
 the workflow printed before any job), scaled by the pace observed so far: the time since the first of this
 invocation's runs began over what the plan estimated for the runs now recorded. Provisioning before the first run
 is not counted; a disturbed run measured again makes the pace slower, as it should.
+
+The plan names each record's round and its cell's rounds (the workflow reads them from the paths, runs.Run); this
+module never parses a record's path. It is left out of the measure jobs' code inputs (targets.NOT_MEASUREMENT_CODE):
+what it prints never reaches a record, so editing it re-measures nothing.
 """
 
 import json
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-ROUND = re.compile(r"/r(?P<round>\d+)\.json$")
 KEEP_DAYS = 7
 
 
@@ -23,9 +26,12 @@ def plan_path(state_dir: str | Path, session: str) -> Path:
     return Path(state_dir) / f"plan-{re.sub(r'[^A-Za-z0-9_.-]', '_', session)}.json"
 
 
-def write(path: Path, planned: list[str], seconds: dict[str, float], capped: bool, now: float | None = None) -> None:
-    """The plan: every record the invocation asked for (for its rounds per cell) and the estimated seconds of each
-    one still to measure (`seconds`). `capped`: adaptive blocks planned to their last look (an upper bound).
+def write(
+    path: Path, rounds: Mapping[str, Sequence[int]], seconds: dict[str, float], capped: bool, now: float | None = None
+) -> None:
+    """The plan: every record the invocation asked for with (its round, the rounds planned for its cell), and the
+    estimated seconds of each one still to measure (`seconds`). `capped`: adaptive blocks planned to their last look
+    (an upper bound).
     Plans older than a week are removed: one file per invocation would otherwise pile up."""
     path.parent.mkdir(parents=True, exist_ok=True)
     now = time.time() if now is None else now
@@ -35,7 +41,8 @@ def write(path: Path, planned: list[str], seconds: dict[str, float], capped: boo
                 old.unlink()
         except OSError:
             pass
-    body = {"written_at": now, "capped": capped, "planned": sorted(planned), "to_measure": seconds}
+    body = {"written_at": now, "capped": capped, "rounds": {r: list(rounds[r]) for r in sorted(rounds)}}
+    body["to_measure"] = seconds
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     tmp.write_text(json.dumps(body) + "\n")
     os.replace(tmp, path)
@@ -49,13 +56,6 @@ def read(path: str | Path | None) -> dict | None:
         return json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return None
-
-
-def rounds_of(record: str, planned: list[str]) -> int | None:
-    """How many rounds the plan asks of this record's cell: the highest round among its cell's planned records."""
-    parent = os.path.dirname(record)
-    found = [int(m["round"]) for p in planned if os.path.dirname(p) == parent and (m := ROUND.search(p))]
-    return max(found) if found else None
 
 
 def spoken(seconds: float) -> str:
@@ -84,9 +84,9 @@ def standing(
             return None
 
     mtime = mtime or _mtime
-    m = ROUND.search(record)
-    n = rounds_of(record, plan.get("planned", []))
-    round_part = f"round {int(m['round'])} of {n}" if m and n else (f"round {int(m['round'])}" if m else "")
+    # A record outside the plan (or a plan written before it named rounds) says nothing; the job names its round.
+    found = plan.get("rounds", {}).get(record)
+    round_part = f"round {found[0]} of {found[1]}" if found else ""
     seconds = plan.get("to_measure", {})
     if record not in seconds:
         return round_part, ""

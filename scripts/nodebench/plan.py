@@ -305,6 +305,8 @@ class Plan:
         #: (scope block, workload, server, connections, client, stop, round) -> the block that measures it.
         self.measuring: dict[tuple, str] = {}
         self.blocks: list[str] = []
+        #: block -> its cells, in config order (what the configuration asked of it, read once here).
+        self.cells: dict[str, list[tuple]] = {}
         seed = config.get("round_seed", 1)
         self._add(MAIN_BLOCK, main_cells(config), main_rounds(config), seed, block_looks(config, MAIN_BLOCK))
         for name in config.get("experiments") or {}:
@@ -348,6 +350,7 @@ class Plan:
             for position, cell in enumerate(ordered, start=1):
                 self.runs[Run(block, *cell, r)] = (len(self.runs), position, len(ordered))
         self.blocks.append(block)
+        self.cells[block] = list(cells)
 
     def as_measured(self, run: Run) -> Run:
         """A scope's run as measured: the same cell and round in the block that measures it, the scope's own or an

@@ -144,12 +144,12 @@ class Targets:
     def main_runs(self, rounds: int | None = None) -> list[tuple]:
         """Every (workload, server, connections, client, stop, round) of the main matrix (its cap when adaptive)."""
         rounds = rounds or plan.main_rounds(self.config)
-        return [(*cell, r) for cell in plan.main_cells(self.config) for r in range(1, rounds + 1)]
+        return [(*cell, r) for cell in self.plan.cells[plan.MAIN_BLOCK] for r in range(1, rounds + 1)]
 
     def experiment_runs(self, name: str, rounds: int | None = None) -> list[tuple]:
         """Every run of an experiment, each once even where matrices overlap (its cap when adaptive)."""
         rounds = rounds or plan.experiment_rounds(self.config, name)
-        return [(*cell, r) for cell in plan.experiment_cells(self.config, name) for r in range(1, rounds + 1)]
+        return [(*cell, r) for cell in self.plan.cells[self.block_names[name]] for r in range(1, rounds + 1)]
 
     # --- adaptive rounds -----------------------------------------------------------------
     def block_of(self, scope: str) -> str:
@@ -249,9 +249,9 @@ class Targets:
     def scope_cells(self, scope: str) -> list[tuple] | None:
         """A scope's planned cells (workload, server, connections, client, stop); None for no such scope."""
         if scope == OVERALL:
-            return plan.main_cells(self.config)
+            return list(self.plan.cells[plan.MAIN_BLOCK])
         if scope in self.experiments:
-            return plan.experiment_cells(self.config, scope)
+            return list(self.plan.cells[self.block_names[scope]])
         return None
 
     # --- a measurement job ---------------------------------------------------------------

@@ -4,6 +4,7 @@
 # known once its looks have run, and T.rounds() asks them through stopped_at() (common.smk).
 checkpoint look:
     input:
+        # data/runs/<block>/.../r<k>.json for rounds 1 to n of the block's scope.
         records=lambda wc: T.look_records(wc.block, int(wc.n)),
         schema=targets.RUN_SCHEMA,
         code=code("look.py"),  # the three are T.look_inputs(), which a stale look is checked against

@@ -1,5 +1,6 @@
 rule aggregate_runs:
     input:
+        # data/runs/<block>/.../r<round>.json: every planned run of the scope, in the block that measured it.
         records=lambda wc: T.scope_records(wc.scope),
         schema=targets.RUN_SCHEMA,
         code=code("aggregate_runs.py"),

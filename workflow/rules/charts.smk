@@ -1,5 +1,6 @@
 rule plot_chart:
     input:
+        # data/<scope>/<table>.parquet for each table the chart lists (render/chart_list.py: CHART_LIST[chart].tables).
         unpack(lambda wc: T.chart_tables(wc.scope, wc.chart)),
         code=lambda wc: targets.chart_code(wc.chart),
     output:

@@ -4,6 +4,7 @@
 # never started).
 rule expect_failure:
     input:
+        # The cell's files, as a measurement's, with this rule's own entry script: targets.failure_inputs.
         unpack(failure_inputs),
     output:
         outcome=runs.FAILURE,

@@ -1,5 +1,8 @@
 rule measure_run:
     input:
+        # The cell's files (servers/<server>.js and what it requires, the client's files, the toolchain's
+        # descriptions, the database template, the harness's modules), an open loop's capacity record,
+        # a capacity-again run's sweep records, an A/B pair's other build: targets.measure_inputs.
         unpack(measure_inputs),
     output:
         record=runs.RECORD,

@@ -1,6 +1,7 @@
 rule compute_metrics:
     input:
         runs=targets.table_path("{scope}", "runs"),
+        # A single workload's share models also read data/empty/runs.parquet (the framework alone).
         reference=lambda wc: T.reference_runs(wc.scope),
         code=code("compute_metrics.py"),
     output:

@@ -1,3 +1,7 @@
+# summary_inputs: data/<scope>/<table>.parquet for runs, metrics, scores (an experiment: stopping), and
+# scenarios, versions, latency and ab where the scope has them; an adaptive block's last look and the
+# instrument's calibration where they exist (targets.summary_inputs). The summary, the page and the results
+# read the same files.
 rule write_summary:
     input:
         unpack(summary_inputs),
@@ -55,6 +59,7 @@ rule write_results:
 
 rule list_outputs:
     input:
+        # Everything the scope's manifest lists: its records, tables, summary, page, results and charts.
         outputs=lambda wc: T.outputs(wc.scope),
         code=code("list_outputs.py"),
     output:

@@ -75,9 +75,7 @@ def table(
         # Another major of Node.js against the reference, the same server.
         # (An A/A twin is the noise floor's, not a server of its own.)
         "node": [
-            on_node(base, reference)
-            if node not in (reference, SYSTEM_NODE) and not is_twin(base)
-            else None
+            on_node(base, reference) if node not in (reference, SYSTEM_NODE) and not is_twin(base) else None
             for base, node in names
         ],
         # A framework's current major against its previous one, the same Node.js.

@@ -129,13 +129,16 @@ def campaigns(
     stolen_kept = pick(stolen)
     c, r, k = np.meshgrid(np.arange(n), np.arange(rounds), np.arange(s), indexing="ij")
     base = pd.Timestamp("2026-01-01", tz="UTC")
+    # A start time takes one of few values (round x place in it x design): each is formatted once.
+    times, which = np.unique(start.ravel(), return_inverse=True)
+    stamps = np.array([(base + pd.Timedelta(minutes=float(m))).isoformat() for m in times], dtype=object)
     runs = pd.DataFrame(
         {
-            "workload": [f"w{i:05d}" for i in c.ravel()],
+            "workload": np.array([f"w{i:05d}" for i in range(n)], dtype=object)[c.ravel()],
             "server": np.array(SERVERS)[k.ravel()],
             "round": r.ravel() + 1,
             "us_per_req_elu": cost.ravel(),
-            "started_at": [(base + pd.Timedelta(minutes=float(m))).isoformat() for m in start.ravel()],
+            "started_at": stamps[which.ravel()],
             "stolen_share": stolen_kept.ravel(),
             "disturbed": (stolen_kept > DISTURBED_STOLEN_SHARE).ravel(),
             "measurement_count": made.sum(axis=-1).ravel(),
@@ -193,7 +196,7 @@ def adaptive(runs: pd.DataFrame, effect: float, looks: list[int], half_width: fl
         found = looks_.comparisons(part)
         found["campaign"] = found["comparison"].str.extract(r" on (w\d+) ")[0]
         if stop_on == "width":
-            narrow = found.groupby("campaign")["half_width_log"].agg(lambda h: bool((h <= half_width).all()))
+            narrow = (found["half_width_log"] <= half_width).groupby(found["campaign"]).all()
         elif stop_on == "excludes-one":
             f = found[found["comparison"].str.startswith("fastify / node-http")]
             narrow = pd.Series(((f["lo"] > 1) | (f["hi"] < 1)).to_numpy(), index=f["campaign"].to_numpy())

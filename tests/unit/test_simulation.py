@@ -88,9 +88,15 @@ def null_campaigns_of_20_rounds():
     return simulate.campaigns(CAMPAIGNS, 1.0, rounds=20, design="blocked", seed=15)
 
 
-def test_adaptive_rounds_keep_their_stated_coverage_and_false_difference_rate(null_campaigns_of_20_rounds):
+@pytest.fixture(scope="module")
+def stopping_on_width(null_campaigns_of_20_rounds) -> dict:
+    """The null campaigns under the workflow's rule (stop on the intervals' width, +-6 %), for the two tests below."""
+    return simulate.adaptive(null_campaigns_of_20_rounds, 1.0, LOOKS, 0.06)
+
+
+def test_adaptive_rounds_keep_their_stated_coverage_and_false_difference_rate(stopping_on_width):
     # +-6 %: about a third of the campaigns stop before the cap, at every look.
-    got = simulate.adaptive(null_campaigns_of_20_rounds, 1.0, LOOKS, 0.06)
+    got = stopping_on_width
     assert got["campaigns"] == CAMPAIGNS
     assert 0.2 < 1 - got["capped"] < 0.8, got  # the stopping rule did stop campaigns early
     assert got["coverage"] >= got["stated"] - 0.01, got  # the stated figure is a floor, 1 point of Monte Carlo
@@ -98,9 +104,9 @@ def test_adaptive_rounds_keep_their_stated_coverage_and_false_difference_rate(nu
     assert got["different"] <= 1 - got["stated"] + 0.015, got
 
 
-def test_stopping_as_soon_as_the_interval_excludes_one_is_caught(null_campaigns_of_20_rounds):
+def test_stopping_as_soon_as_the_interval_excludes_one_is_caught(null_campaigns_of_20_rounds, stopping_on_width):
     """Optional stopping on the answer: the coverage falls below the stated floor, false differences rise."""
-    width = simulate.adaptive(null_campaigns_of_20_rounds, 1.0, LOOKS, 0.06)
+    width = stopping_on_width
     got = simulate.adaptive(null_campaigns_of_20_rounds, 1.0, LOOKS, 0.06, stop_on="excludes-one")
     assert got["coverage"] < got["stated"] - 0.01, got
     assert got["different"] > width["different"], (got, width)

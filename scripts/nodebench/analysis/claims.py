@@ -42,7 +42,7 @@ from nodebench.analysis.outcomes import log_floor
 from nodebench.catalogue.thresholds import SERVER_BOUND_ELU
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.claimfile import COMPARES, POINT_UNITS, SELECTOR_KEYS, describe_selector, names_in  # noqa: F401
-from nodebench.runs import TWIN_SUFFIX
+from nodebench.runs import is_twin, twin_of
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -150,17 +150,37 @@ def select(runs: pd.DataFrame, selector: Mapping) -> pd.DataFrame:
     return runs[keep]
 
 
-def round_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
+def _selected(runs: pd.DataFrame, alias: str, selector: Mapping, picked: dict | None) -> pd.DataFrame:
+    """select(runs, selector), taken once per alias where the caller keeps the runs already picked (picked)."""
+    if picked is None:
+        return select(runs, selector)
+    if alias not in picked:
+        picked[alias] = select(runs, selector)
+    return picked[alias]
+
+
+def _cell_count(mine: pd.DataFrame) -> int:
+    """How many cells the runs hold: mine.groupby(CELL, observed=True).ngroups, counted at once where every key
+    column holds one value and no missing one (one cell: the common case, and a groupby costs milliseconds)."""
+    if not len(mine):
+        return 0
+    if all(k in mine and not mine[k].hasnans and mine[k].nunique(dropna=False) == 1 for k in CELL):
+        return 1
+    return mine.groupby(CELL, observed=True).ngroups
+
+
+def round_values(claim: Mapping, runs: pd.DataFrame, picked: dict | None = None) -> pd.DataFrame:
     """One column per alias: its cell's figure in each round (index: round), only rounds every cell has.
 
     A selector must match exactly one cell of the scope; none is a ClaimError that says it
-    was not measured, several one that names what tells them apart.
+    was not measured, several one that names what tells them apart. picked: a dict that keeps each alias's
+    runs for the caller's later reads (run_rows, conditions), so each selector is applied once.
     """
     columns = {}
     for alias, selector in claim["cells"].items():
         figure = selector.get("figure", claim.get("figure_of", "req_per_s"))
-        mine = select(runs, selector)
-        cells = mine.groupby(CELL, observed=True).ngroups if len(mine) else 0
+        mine = _selected(runs, alias, selector, picked)
+        cells = _cell_count(mine)
         if cells == 0:
             raise NoRuns(f"{claim['id']}: cell {alias} ({describe_selector(selector)}) has no runs in {claim['scope']}")
         if cells > 1:
@@ -171,7 +191,7 @@ def round_values(claim: Mapping, runs: pd.DataFrame) -> pd.DataFrame:
             )
         if figure not in mine:
             raise ClaimError(f"{claim['id']}: cell {alias} reads {figure!r}, which the runs do not have")
-        columns[alias] = mine.set_index("round")[figure].astype(float)
+        columns[alias] = mine[figure].set_axis(pd.Index(mine["round"], name="round")).astype(float)
     # Rounds every cell has a run in; a run without the figure (NaN) stays, for _unfit to leave out and say.
     rounds = sorted(set.intersection(*(set(c.index) for c in columns.values())))
     return pd.DataFrame(columns).loc[rounds].sort_index()
@@ -387,9 +407,11 @@ def decide_order(claimed: list[str], values: pd.DataFrame, labels: Mapping[str, 
 # --- What makes a round's runs unfit to decide on, and how far apart they were measured -----------------------
 
 
-def run_rows(claim: Mapping, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def run_rows(claim: Mapping, runs: pd.DataFrame, picked: dict | None = None) -> dict[str, pd.DataFrame]:
     """Per alias, its cell's runs indexed by round (one cell per alias; round_values checked that)."""
-    return {alias: select(runs, selector).set_index("round") for alias, selector in claim["cells"].items()}
+    return {
+        alias: _selected(runs, alias, selector, picked).set_index("round") for alias, selector in claim["cells"].items()
+    }
 
 
 def spoiled_rounds(claim: Mapping, rows: Mapping[str, pd.DataFrame], rounds) -> dict[str, set]:
@@ -400,10 +422,10 @@ def spoiled_rounds(claim: Mapping, rows: Mapping[str, pd.DataFrame], rounds) -> 
     need = claim.get("server_bound") or []
     need = list(claim["cells"]) if need is True else list(need)
     for alias, mine in rows.items():
-        mine = mine[mine.index.isin(list(rounds))]
         if alias in need and "elu_utilization" in mine:
-            elu = pd.to_numeric(mine["elu_utilization"], errors="coerce")
-            out["not server-bound"] |= set(mine.index[~(elu >= SERVER_BOUND_ELU)])
+            elu = mine["elu_utilization"][mine.index.isin(list(rounds))]
+            elu = pd.to_numeric(elu, errors="coerce")
+            out["not server-bound"] |= set(elu.index[~(elu >= SERVER_BOUND_ELU)])
     return out
 
 
@@ -412,8 +434,8 @@ def pair_gaps(rows: Mapping[str, pd.DataFrame], rounds) -> tuple[float, float]:
     round started; NaN for a claim that reads one cell."""
     if len(rows) < 2:
         return np.nan, np.nan
-    runs = pd.concat([r[r.index.isin(list(rounds))][["started_at"]] for r in rows.values()])
-    starts = pd.to_datetime(runs["started_at"], utc=True, format="ISO8601").groupby(level=0)
+    started = pd.concat([r["started_at"][r.index.isin(list(rounds))] for r in rows.values()])
+    starts = pd.to_datetime(started, utc=True, format="ISO8601").groupby(level=0)
     spread = (starts.max() - starts.min()).dt.total_seconds().dropna()
     return (float(spread.median()), float(spread.max())) if len(spread) else (np.nan, np.nan)
 
@@ -430,7 +452,7 @@ def score_rows(claim: Mapping, runs: pd.DataFrame) -> dict[str, pd.DataFrame]:
 def aa_floor(claim: Mapping, runs: pd.DataFrame, figure: str) -> float:
     """The A/A floor (|log| of the median per-round ratio of the control's twin to the control) for the claim's
     figure in the peer groups of its cells, the widest of them; 0 where the scope measured no twin there."""
-    twins = {s for s in runs["server"].astype(str).unique() if s.endswith(TWIN_SUFFIX)}
+    twins = {s for s in runs["server"].astype(str).unique() if is_twin(s)}
     widest = 0.0
     for selector in claim["cells"].values():
         mine = select(runs, selector)
@@ -443,7 +465,7 @@ def aa_floor(claim: Mapping, runs: pd.DataFrame, figure: str) -> float:
         group = runs[same]
         for twin in twins:
             a = group[group["server"].astype(str) == twin].set_index("round")[figure]
-            b = group[group["server"].astype(str) == twin[: -len(TWIN_SUFFIX)]].set_index("round")[figure]
+            b = group[group["server"].astype(str) == twin_of(twin)].set_index("round")[figure]
             ratio = (a / b).dropna()
             if len(ratio):
                 widest = max(widest, float(log_floor(ratio.median())))
@@ -453,12 +475,12 @@ def aa_floor(claim: Mapping, runs: pd.DataFrame, figure: str) -> float:
 # --- One claim, and the ledger ---------------------------------------------------------------------------------
 
 
-def conditions(claim: Mapping, runs: pd.DataFrame, rounds) -> str:
+def conditions(claim: Mapping, runs: pd.DataFrame, rounds, picked: dict | None = None) -> str:
     """Our conditions, from the runs of the claim's cells: load, versions, machine, when."""
     if claim.get("scores"):
         mine = runs[runs["server"].isin([s["server"] for s in claim["cells"].values()])]
     else:
-        mine = pd.concat([select(runs, s) for s in claim["cells"].values()])
+        mine = pd.concat([_selected(runs, a, s, picked) for a, s in claim["cells"].items()])
     mine = mine[mine["round"].isin(list(rounds))]
     if mine.empty:
         return ""
@@ -571,15 +593,17 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
     if claim["compare"] == "outcome":
         verdict, reason, ours = decide_outcomes(claim, outcomes)
         return row | {"verdict": verdict, "reason": reason, "ours_text": "see why" if ours else ""}
-    values = score_values(claim, runs) if claim.get("scores") else round_values(claim, runs)
+    picked = {}  # each alias's runs, selected once (round_values, run_rows, conditions)
+    values = score_values(claim, runs) if claim.get("scores") else round_values(claim, runs, picked)
     labels = {a: s.get("label", s.get("server", a)) for a, s in claim["cells"].items()}
     left_out, measured = "", len(values)
     if len(values):
-        rows = score_rows(claim, runs) if claim.get("scores") else run_rows(claim, runs)
+        rows = score_rows(claim, runs) if claim.get("scores") else run_rows(claim, runs, picked)
         values, left_out, invalid = _unfit(claim, values, rows)
         if invalid:
+            ours = conditions(claim, runs, values.index, picked)
             return row | {"n": len(values), "rounds_left_out": measured - len(values), "verdict": INVALID,
-                          "reason": invalid, "ours_conditions": conditions(claim, runs, values.index)}  # fmt: skip
+                          "reason": invalid, "ours_conditions": ours}  # fmt: skip
         gaps = pair_gaps(rows, values.index)
         row |= {"gap_median_s": gaps[0], "gap_max_s": gaps[1], "rounds_left_out": measured - len(values)}
     if claim["compare"] == "order":
@@ -590,7 +614,7 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
             "n": len(values),
             "interval": intervals.describe(len(values)),
             "ours_text": " > ".join(labels[a] for a in sorted(med, key=lambda a: -med[a])),
-            "ours_conditions": conditions(claim, runs, values.index),
+            "ours_conditions": conditions(claim, runs, values.index, picked),
             "verdict": verdict,
             "reason": reason,
         }
@@ -634,7 +658,7 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
         "n": n,
         "interval": intervals.describe(n),
         "ours_text": ours,
-        "ours_conditions": conditions(claim, runs, values.index) if n else "",
+        "ours_conditions": conditions(claim, runs, values.index, picked) if n else "",
         "floor": floor,
         "verdict": verdict,
         "reason": reason,

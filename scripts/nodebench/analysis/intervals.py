@@ -73,6 +73,7 @@ def percent(coverage_: float) -> str:
     return f"{coverage_ * 100:.2f}".rstrip("0").rstrip(".")
 
 
+@functools.lru_cache(maxsize=None, typed=True)  # a table of a million cells names a handful of n
 def describe(n: int) -> str:
     """What an interval over n values is, in words: 'n=5: min-max, 93.75 %', 'n=10: 2nd-9th of 10, 97.85 %'."""
     if n < 2:

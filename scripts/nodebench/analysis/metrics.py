@@ -153,6 +153,13 @@ def ratio_figures(headline: str = DEFAULT_HEADLINE) -> dict[str, str]:
     return RATIOS | {"cost": headline}
 
 
+def _each(values, f) -> list:
+    """[f(v) for v in values], f called once per distinct value: a table of thousands of cells names a handful of
+    servers, and iterating a string column value by value is most of the cost."""
+    done = {}
+    return [done[v] if v in done else done.setdefault(v, f(v)) for v in np.asarray(values, dtype=object)]
+
+
 def _partner(keys: pd.DataFrame, server: str) -> np.ndarray:
     """Each cell's partner: the cell with the same peers and the given server on the same Node.js (-1 where none).
 
@@ -160,7 +167,7 @@ def _partner(keys: pd.DataFrame, server: str) -> np.ndarray:
     node:http on its own Node.js, never across versions.
     """
     names = keys["server"].astype(str)
-    numbered = keys.assign(_cell=np.arange(len(keys)), _want=[on_node(server, runtime(s)[1]) for s in names])
+    numbered = keys.assign(_cell=np.arange(len(keys)), _want=_each(names, lambda s: on_node(server, runtime(s)[1])))
     base = numbered[[*PEERS, "server", "_cell"]].rename(columns={"_cell": "_base", "server": "_want"})
     base = base.astype({"_want": str})
     merged = numbered.astype({"_want": str}).merge(base, on=[*PEERS, "_want"], how="left")
@@ -324,7 +331,8 @@ def add_share(cells: pd.DataFrame) -> pd.DataFrame:
 
 def _nodes(cells: pd.DataFrame) -> pd.Series:
     """The Node.js of each row's server ("system", or a major), from its name."""
-    return cells["server"].astype(str).map(lambda s: runtime(s)[1])
+    names = cells["server"].astype(str)
+    return pd.Series(_each(names, lambda s: runtime(s)[1]), index=names.index, name=names.name, dtype=names.dtype)
 
 
 def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
@@ -333,7 +341,7 @@ def flag_mixed_cpu_models(cells: pd.DataFrame) -> pd.DataFrame:
     out = cells
     noded = cells.assign(_node=_nodes(cells))
     for baseline, name in BASELINES.items():
-        wanted = [on_node(baseline, n) for n in noded["_node"]]
+        wanted = _each(noded["_node"], lambda n, b=baseline: on_node(b, n))
         base = noded[noded["server"].astype(str).to_numpy() == np.array(wanted, dtype=object)]
         base = base[[*key, "cpu_model"]].rename(columns={"cpu_model": "_base_model"})
         merged = noded[[*CELL, "_node", "cpu_model"]].merge(base, on=key, how="left")

@@ -28,6 +28,9 @@ RUNTIME_MARK = "@node"
 RECORD = "data/runs/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.json"
 #: A cell expected to fail: what happened when it was run.
 FAILURE = "data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json"
+#: A run's log, and a cell-expected-to-fail's (the rules' `log:`), beside the same names.
+RECORD_LOG = "data/logs/measure/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.log"
+FAILURE_LOG = "data/logs/failures/{workload}/{server}/c{connections}/{client}-{stop}.log"
 #: A record's path, read back into its run (the block may hold slashes: compare/<a>/<b>).
 RECORD_PATH = re.compile(
     r"(?:^|/)data/runs/(?P<block>.+)/(?P<workload>[^/]+)/(?P<server>[^/]+)/c(?P<connections>\d+)/"

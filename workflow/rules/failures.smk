@@ -9,7 +9,7 @@ rule expect_failure:
     output:
         outcome=runs.FAILURE,
     log:
-        "data/logs/failures/{workload}/{server}/c{connections}/{client}-{stop}.log",
+        runs.FAILURE_LOG,
     resources:
         bench=1,
     params:

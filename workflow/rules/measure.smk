@@ -7,7 +7,7 @@ rule measure_run:
     output:
         record=runs.RECORD,
     log:
-        "data/logs/measure/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.log",
+        runs.RECORD_LOG,
     priority: measure_priority
     # A cell whose processes did not start is measured once more; a failed check is not
     # (the job fails at once on its second attempt; scripts/nodebench/harness/attempts.py).

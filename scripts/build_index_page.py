@@ -23,7 +23,8 @@ def main(sm) -> None:
         experiment_report.blocks(
             sm.wildcards.scope,
             sm.params.description,
-            generated_at=datetime.now(UTC),
+            # The summary's own time, so that the page says what summary.md says.
+            generated_at=datetime.fromtimestamp(Path(sm.input.summary).stat().st_mtime, UTC),
             **experiment_report.read_inputs(dict(sm.input.items())),
         )
         if "stopping" in sm.input.keys()

@@ -17,7 +17,7 @@ def glance(inputs: Mapping[str, str], scope: str) -> list[str]:
     if "stopping" in inputs:
         tables = experiment_report.read_inputs(inputs)
         report = experiment_report.blocks(scope, "", generated_at=datetime.now(UTC), **tables)
-        lines = next((b.items for b in report if isinstance(b, Items)), [])
+        lines = next((b.items for b in report if isinstance(b, Items) and b.items), [])
     else:
         lines = markdown.glance(pd.read_parquet(inputs["metrics"]))
     return [line.replace("**", "") for line in lines]
@@ -26,7 +26,8 @@ def glance(inputs: Mapping[str, str], scope: str) -> list[str]:
 def closing_lines(reports: Path, since: float, glance_of: Callable[[str], list[str]]) -> list[str]:
     """For every reports/<scope>/summary.md written at or after `since` (a time.time()), the page's path and the
     scope's answer at a glance, glance_of(scope); nothing when no report was written (a run that only measured, or
-    had nothing to do). A glance that cannot be read says why in one line; the report's path is still printed."""
+    had nothing to do). A glance that cannot be computed, whatever the error, says why in one line and the report's
+    path is still printed: these lines run after every job succeeded and must not turn that into a failure."""
     out = []
     for summary in sorted(reports.glob("*/summary.md")):
         if summary.stat().st_mtime < since:
@@ -35,7 +36,7 @@ def closing_lines(reports: Path, since: float, glance_of: Callable[[str], list[s
         out.append(f"report: {page if page.exists() else summary}")
         try:
             lines = glance_of(summary.parent.name)
-        except (OSError, KeyError, ValueError) as e:
-            lines = [f"(its answer at a glance could not be read: {e})"]
+        except Exception as e:  # these lines only echo the report: a failure here must not fail the run
+            lines = [f"(its answer at a glance could not be computed: {type(e).__name__}: {e})"]
         out += [f"  {line}" for line in lines]
     return out

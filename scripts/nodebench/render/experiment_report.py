@@ -553,7 +553,8 @@ def version_sections(t: pd.DataFrame, runs: pd.DataFrame) -> list[Block]:
         ]  # fmt: skip
         blocks += [Heading(3, "Framework majors on the same Node.js"), Table(columns, rows, "lllrrrrrrlrr")]
     margin = float(t["equivalence_margin"].iloc[0]) if len(t) else outcomes.DEFAULT_MARGIN
-    return [*blocks, Heading(3, "In words"), Items(list(ver.sentences(t, margin)))]
+    sentences = list(ver.sentences(t, margin))
+    return [*blocks, Heading(3, "In words"), *([Items(sentences)] if sentences else [])]
 
 
 def ab_sections(t: pd.DataFrame, look: dict | None) -> list[Block]:

@@ -101,7 +101,13 @@ def main(argv: list[str] | None = None) -> None:
             }
             check_record(record, paths.run_schema)
             storage.write_atomically(out, json.dumps(record, indent=1) + "\n")
-            progress(where_we_are(cell.label(), out, j.round, j.round_position, j.round_size, os.environ))
+            # The record is written: saying where the invocation stands is no reason to lose it (a failing job's
+            # record is removed), and progress.py is no input of this job.
+            try:
+                line = where_we_are(cell.label(), out, j.round, j.round_position, j.round_size, os.environ)
+            except Exception as e:
+                line = f"measured {cell.label()} (where it stands could not be said: {type(e).__name__}: {e})"
+            progress(line)
         except (RunError, DatabaseError, PortInUseError, StorageError) as e:
             fail(e)
         except Exception as e:

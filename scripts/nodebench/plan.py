@@ -358,8 +358,9 @@ class Plan:
         return run._replace(block=self.measuring[run])
 
     def find(self, run: Run) -> tuple[int, int, int] | None:
-        """A run's (index, position, size); None for a run outside the plan."""
-        return self.runs.get(run)
+        """A run's (index, position, size); None for a run outside the plan. (Run.of: a run built with its count of
+        connections or round as text finds its key all the same.)"""
+        return self.runs.get(Run.of(*run))
 
     def priority(self, run: Run) -> int:
         """Earlier in the plan, higher; a run asked for by path outside the plan comes after all of it."""

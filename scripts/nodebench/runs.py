@@ -31,9 +31,10 @@ FAILURE = "data/failures/{workload}/{server}/c{connections}/{client}-{stop}.json
 #: A run's log, and a cell-expected-to-fail's (the rules' `log:`), beside the same names.
 RECORD_LOG = "data/logs/measure/{block}/{workload}/{server}/c{connections}/{client}-{stop}/r{round}.log"
 FAILURE_LOG = "data/logs/failures/{workload}/{server}/c{connections}/{client}-{stop}.log"
-#: A record's path, read back into its run (the block may hold slashes: compare/<a>/<b>).
+#: A record's path, read back into its run (the block may hold slashes: compare/<a>/<b>); the last data/runs/ in
+#: the path is the project's, so a checkout under a folder of that name reads right.
 RECORD_PATH = re.compile(
-    r"(?:^|/)data/runs/(?P<block>.+)/(?P<workload>[^/]+)/(?P<server>[^/]+)/c(?P<connections>\d+)/"
+    r"^(?:.*/)?data/runs/(?P<block>.+)/(?P<workload>[^/]+)/(?P<server>[^/]+)/c(?P<connections>\d+)/"
     r"(?P<client>[a-z_]+)-(?P<stop>[^/]+)/r(?P<round>\d+)\.json$"
 )
 
@@ -65,7 +66,7 @@ class Run(NamedTuple):
     @classmethod
     def from_path(cls, path: str) -> "Run":
         """The run a record's path names; ValueError for a path that is not a record's."""
-        found = RECORD_PATH.search(str(path))
+        found = RECORD_PATH.match(str(path))
         if found is None:
             raise ValueError(f"{path} is not a run record's path ({RECORD})")
         return cls.of(*found.group("block", "workload", "server", "connections", "client", "stop", "round"))

@@ -70,9 +70,13 @@ def test_an_experiment_shares_a_block_only_where_that_block_measured_its_whole_p
     # hono is not in the main matrix: the whole group is measured again, express included.
     assert {p.as_measured(Run("wider", "empty", s, 50, "wrk", "4s", 1)).block for s in ("express", "hono")} == {"wider"}
     assert p.find(Run("wider", "empty", "express", 50, "wrk", "4s", 1)) is not None
+    # As a path or a wildcard spells it (text), the same run.
+    assert p.find(Run("wider", "empty", "express", "50", "wrk", "4s", "1")) == p.find(
+        Run.of("wider", "empty", "express", 50, "wrk", "4s", 1)
+    )
 
 
-def test_blocks_are_shuffled_from_the_seed_and_differ_between_rounds():
+def test_peer_groups_are_shuffled_from_the_seed_and_differ_between_rounds():
     cells = [(w, s, 50, "wrk", "5s") for w in ("empty", "list", "point-lookup") for s in ("a", "b", "c", "d")]
     one, again = plan.back_to_back(cells, 1, 1), plan.back_to_back(cells, 1, 1)
     assert one == again

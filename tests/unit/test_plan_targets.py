@@ -190,4 +190,6 @@ def test_a_records_round_of_how_many_is_read_from_the_plans_paths_by_the_workflo
     found = runs.planned_rounds(records)
     assert found[records[1]] == (2, 3) and found[records[3]] == (1, 1)
     assert runs.Run.from_path(records[0]).block == "compare/express4/express"
+    # A checkout under a folder named data/runs: the project's own data/runs/ is the last one in the path.
+    assert runs.Run.from_path(f"/home/u/data/runs/nodebench/{records[0]}").block == "compare/express4/express"
     assert runs.Run.from_path("/abs/project/" + records[3]) == runs.Run("main", "empty", "express", 50, "wrk", "5s", 1)

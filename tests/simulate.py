@@ -25,10 +25,10 @@ with every term drawn from what this machine measured (docs/performance.md, 2026
 
 How the runs are laid out in time is the design under test:
 
-- "blocked": the plan's design. Each round's peer group runs back to back, in a shuffled order,
+- "back-to-back": the plan's design. Each round's peer group runs back to back, in a shuffled order,
   RUN_S apart; rounds are ROUND_MIN apart.
 - "borrowed": the baseline and its twin measured in another scope's round, BORROWED_MIN
-  earlier than the rest (what the scenarios score and the ledger did before blocks).
+  earlier than the rest (what the scenarios score and the ledger did before peer groups ran back to back).
 
 The campaigns are the workloads of one runs table (campaign i is workload "w<i>"), so one call
 of compute_metrics analyses them all, exactly as it analyses a report.
@@ -96,7 +96,7 @@ def _share_at(bursts, times_min: np.ndarray) -> np.ndarray:
 
 
 def campaigns(
-    n: int, effect: float, rounds: int = 5, design: str = "blocked", seed: int = 1, noise: str = DEFAULT_NOISE,
+    n: int, effect: float, rounds: int = 5, design: str = "back-to-back", seed: int = 1, noise: str = DEFAULT_NOISE,
     remeasure: int = REMEASURE,
 ) -> pd.DataFrame:  # fmt: skip
     """n campaigns' runs (one row per run), laid out by `design`, fastify at `effect` times node-http's cost."""
@@ -108,7 +108,7 @@ def campaigns(
     if design == "borrowed":
         # The baseline and twin are another scope's, BORROWED_MIN earlier than the rest of the block.
         start = start + np.array([0.0 if x in ("node-http", "node-http-aa") else BORROWED_MIN for x in SERVERS])
-    elif design != "blocked":
+    elif design != "back-to-back":
         raise ValueError(f"unknown design {design!r}")
     speed = _walk(rng, start.reshape(n, rounds * s)).reshape(n, rounds, s)
     true = np.log(np.array([effect if x == "fastify" else RELATIVE[x] for x in SERVERS]))[None, None, :]

@@ -35,8 +35,8 @@ def main(n: int) -> None:
     )
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for noise in s.NOISE:
-        for design in ("blocked", "borrowed"):
-            for rounds in (5, 6, 10) if design == "blocked" else (5,):
+        for design in ("back-to-back", "borrowed"):
+            for rounds in (5, 6, 10) if design == "back-to-back" else (5,):
                 null = s.analyse(s.campaigns(n, 1.0, rounds, design, seed=rounds, noise=noise), 1.0)
                 effect = s.analyse(s.campaigns(n, 0.9, rounds, design, seed=100 + rounds, noise=noise), 0.9)
                 print(
@@ -46,15 +46,15 @@ def main(n: int) -> None:
                 )
     looks = [6, 10, 14, 20]
     print()
-    print(f"adaptive rounds, looks {looks}, blocked design: every comparison of the block must be narrow to stop")
+    print(f"adaptive rounds, looks {looks}, back-to-back design: every comparison of the block must be narrow to stop")
     print(
         "| noise | half-width target | stated (floor) | coverage | false different | power at 10 % | mean rounds "
         "| stopped before the cap |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for noise in s.NOISE:
-        null_runs = s.campaigns(n, 1.0, looks[-1], "blocked", seed=200, noise=noise)
-        effect_runs = s.campaigns(n, 0.9, looks[-1], "blocked", seed=201, noise=noise)
+        null_runs = s.campaigns(n, 1.0, looks[-1], "back-to-back", seed=200, noise=noise)
+        effect_runs = s.campaigns(n, 0.9, looks[-1], "back-to-back", seed=201, noise=noise)
         for target in (0.03, 0.05):
             null = s.adaptive(null_runs, 1.0, looks, target)
             effect = s.adaptive(effect_runs, 0.9, looks, target)

@@ -2,9 +2,9 @@
 
 tests/simulate.py makes the campaigns from this machine's measured spreads: drift of the machine
 inside and between rounds, per-run noise of the workload class, bursts of disturbance that the
-harness flags imperfectly and measures again, six-server blocks (the default peer group and the
+harness flags imperfectly and measures again, six-server peer groups (the default peer group and the
 twin), laid out as the plan lays them out (a peer group back to back) or as the pipeline did before
-blocks (the baseline borrowed from a scope measured 40 minutes away). The blocked design must keep
+(the baseline borrowed from a scope measured 40 minutes away). The back-to-back design must keep
 its stated coverage and call a null difference different no more often than its intervals miss (1 -
 the stated coverage: 6.25 % at 5 rounds, with no A/A margin since 2026-12-04); the borrowed design
 must be caught failing both, or this test could not tell the two apart. Adaptive rounds (stopping on
@@ -22,45 +22,45 @@ CAMPAIGNS = 2000
 
 
 @pytest.fixture(scope="module")
-def blocked_null() -> dict:
-    return simulate.analyse(simulate.campaigns(CAMPAIGNS, 1.0, design="blocked", seed=11), 1.0)
+def back_to_back_null() -> dict:
+    return simulate.analyse(simulate.campaigns(CAMPAIGNS, 1.0, design="back-to-back", seed=11), 1.0)
 
 
-def test_blocked_pairs_keep_the_stated_coverage(blocked_null):
-    effect = simulate.analyse(simulate.campaigns(CAMPAIGNS, 0.9, design="blocked", seed=12), 0.9)
-    for got in (blocked_null, effect):
+def test_back_to_back_pairs_keep_the_stated_coverage(back_to_back_null):
+    effect = simulate.analyse(simulate.campaigns(CAMPAIGNS, 0.9, design="back-to-back", seed=12), 0.9)
+    for got in (back_to_back_null, effect):
         assert got["campaigns"] == CAMPAIGNS
         assert abs(got["coverage"] - got["stated"]) <= 0.015, got
 
 
-def test_blocked_pairs_call_a_null_difference_different_no_more_often_than_their_intervals_miss(blocked_null):
+def test_back_to_back_pairs_call_a_null_difference_different_no_more_often_than_their_intervals_miss(back_to_back_null):
     # 2,000 campaigns: 1.5 points of Monte Carlo error at about 6 %.
-    assert blocked_null["different"] <= 1 - blocked_null["stated"] + 0.015, blocked_null
-    assert blocked_null["median_gap_s"] <= 3 * simulate.RUN_S
+    assert back_to_back_null["different"] <= 1 - back_to_back_null["stated"] + 0.015, back_to_back_null
+    assert back_to_back_null["median_gap_s"] <= 3 * simulate.RUN_S
 
 
 def test_a_10_percent_difference_is_never_called_costlier_or_equivalent():
-    got = simulate.analyse(simulate.campaigns(CAMPAIGNS, 0.9, design="blocked", seed=13), 0.9)
+    got = simulate.analyse(simulate.campaigns(CAMPAIGNS, 0.9, design="back-to-back", seed=13), 0.9)
     assert got["different"] == got["cheaper"] > 0.3 and got["equivalent"] == 0.0, got
 
 
 def test_a_difference_the_other_way_is_never_called_cheaper():
     """The same test with the data on the wrong side of no effect: fastify 10 % costlier."""
-    got = simulate.analyse(simulate.campaigns(CAMPAIGNS, 1.1, design="blocked", seed=17), 1.1)
+    got = simulate.analyse(simulate.campaigns(CAMPAIGNS, 1.1, design="back-to-back", seed=17), 1.1)
     assert abs(got["coverage"] - got["stated"]) <= 0.015, got
     assert got["different"] == got["costlier"] > 0.3 and got["cheaper"] == 0.0 and got["equivalent"] == 0.0, got
 
 
-def test_the_twin_holds_one_as_often_as_its_interval_states(blocked_null):
-    assert abs(blocked_null["twin_coverage"] - blocked_null["stated"]) <= 0.015, blocked_null
+def test_the_twin_holds_one_as_often_as_its_interval_states(back_to_back_null):
+    assert abs(back_to_back_null["twin_coverage"] - back_to_back_null["stated"]) <= 0.015, back_to_back_null
 
 
 def test_bursts_are_flagged_imperfectly_and_measuring_again_narrows_the_intervals():
     """The simulated harness: runs in a burst are flagged only when their stolen share reads over the threshold (a
     burst of 1-3 % mostly is not), measuring again leaves fewer runs flagged, and the intervals are narrower
     with it than when every disturbed run is kept as first measured."""
-    again = simulate.campaigns(CAMPAIGNS // 2, 1.0, design="blocked", seed=18)
-    once = simulate.campaigns(CAMPAIGNS // 2, 1.0, design="blocked", seed=18, remeasure=0)
+    again = simulate.campaigns(CAMPAIGNS // 2, 1.0, design="back-to-back", seed=18)
+    once = simulate.campaigns(CAMPAIGNS // 2, 1.0, design="back-to-back", seed=18, remeasure=0)
     hit = once["true_share"] > 0
     assert 0.05 < hit.mean() < 0.3, hit.mean()
     assert (once["measurement_count"] == 1).all()
@@ -85,7 +85,7 @@ LOOKS = [6, 10, 14, 20]
 
 @pytest.fixture(scope="module")
 def null_campaigns_of_20_rounds():
-    return simulate.campaigns(CAMPAIGNS, 1.0, rounds=20, design="blocked", seed=15)
+    return simulate.campaigns(CAMPAIGNS, 1.0, rounds=20, design="back-to-back", seed=15)
 
 
 @pytest.fixture(scope="module")
@@ -120,6 +120,6 @@ def test_the_ab_targets_default_design_finds_a_10_percent_difference_four_times_
     from conftest import REPO
 
     ab = yaml.safe_load((REPO / "config.yaml").read_text())["compare"]
-    runs = simulate.campaigns(CAMPAIGNS // 2, 0.9, rounds=max(ab["looks"]), design="blocked", seed=16)
+    runs = simulate.campaigns(CAMPAIGNS // 2, 0.9, rounds=max(ab["looks"]), design="back-to-back", seed=16)
     got = simulate.adaptive(runs, 0.9, ab["looks"], ab["half_width"])
     assert got["cheaper"] >= 0.8 and got["equivalent"] == 0.0, got

@@ -1,6 +1,7 @@
 """The configuration checks the schema cannot make, without Snakemake: every problem at once, each naming its key."""
 
 import copy
+import functools
 
 import pytest
 import yaml
@@ -11,15 +12,24 @@ from nodebench import configcheck
 SERVERS = REPO / "servers"
 
 
-def shipped() -> dict:
-    """config.yaml and experiments.yaml as Snakemake reads them, with the schema's defaults."""
+@functools.cache
+def _parsed(name: str) -> dict:
+    """A shipped YAML file, parsed once per test session (the pure-Python parser takes a tenth of a second each)."""
+    return yaml.safe_load((REPO / name).read_text())
+
+
+@functools.cache
+def _shipped() -> dict:
     from snakemake.utils import validate
 
-    config = yaml.safe_load((REPO / "config.yaml").read_text()) | yaml.safe_load(
-        (REPO / "experiments.yaml").read_text()
-    )
+    config = _parsed("config.yaml") | _parsed("experiments.yaml")
     validate(config, str(REPO / "workflow/schemas/config.schema.yaml"))
     return config
+
+
+def shipped() -> dict:
+    """config.yaml and experiments.yaml as Snakemake reads them, with the schema's defaults: a fresh copy each call."""
+    return copy.deepcopy(_shipped())
 
 
 def matrix(**overrides) -> dict:
@@ -174,7 +184,7 @@ def test_a_key_under_its_old_name_is_named_with_its_new_one():
 
 
 def schema() -> dict:
-    return yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    return copy.deepcopy(_parsed("workflow/schemas/config.schema.yaml"))
 
 
 def from_command_line(*entries: str) -> dict:
@@ -182,9 +192,7 @@ def from_command_line(*entries: str) -> dict:
     from snakemake.cli import parse_config
     from snakemake.utils import update_config
 
-    config = yaml.safe_load((REPO / "config.yaml").read_text()) | yaml.safe_load(
-        (REPO / "experiments.yaml").read_text()
-    )
+    config = copy.deepcopy(_parsed("config.yaml") | _parsed("experiments.yaml"))
     given = parse_config(list(entries))
     update_config(config, given)
     configcheck.typed_from_command_line(config, given)

@@ -16,7 +16,7 @@ h = 3 %), the coverage under the stopping was at least 94.7 %, where the looks' 
 intervals state 95.9 % (n = 20) to 96.9 % (n = 6): up to 1.2 points lost. So a report
 states an adaptive interval's coverage as a floor, the lowest fixed-n coverage among the
 looks less ALLOWANCE (1.5 points): at least 94.36 % for looks 6/10/14/20, never the
-fixed-n figure of the look it stopped at; tests/unit/test_simulation.py checks that floor
+fixed-n figure of the look it stopped at; tests/calibration/test_simulation.py checks that floor
 through the whole analysis.
 """
 

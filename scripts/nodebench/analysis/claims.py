@@ -378,6 +378,15 @@ def _tol(centre: float, b_lo: float, b_hi: float, unit: str) -> str:
     return f"{b_hi / centre - 1:.0%}" if centre > 0 else f"{(b_hi - b_lo) / 2:g}"
 
 
+def _order_pairs(claimed: list[str], values: pd.DataFrame):
+    """Each neighbouring pair of a claimed ranking as (a, b, median, lo, hi, n) of its paired ratio a / b per round."""
+    for a, b in pairwise(claimed):
+        ratio = (values[a] / values[b]).to_numpy(dtype=float)
+        ratio = ratio[np.isfinite(ratio)]
+        m, lo, hi, n, _ = (float(x[0]) for x in intervals.median_interval(ratio[None, :]))
+        yield a, b, m, lo, hi, int(n)
+
+
 def decide_order(claimed: list[str], values: pd.DataFrame, labels: Mapping[str, str]) -> tuple[str, str, dict]:
     """(verdict, reason, medians) for a claimed ranking, highest first, of the aliases' per-round values.
 
@@ -388,10 +397,7 @@ def decide_order(claimed: list[str], values: pd.DataFrame, labels: Mapping[str, 
     """
     med = {a: float(values[a].median()) for a in claimed}
     said, states = [], []
-    for a, b in pairwise(claimed):
-        ratio = (values[a] / values[b]).to_numpy(dtype=float)
-        ratio = ratio[np.isfinite(ratio)]
-        m, lo, hi, n, _ = (float(x[0]) for x in intervals.median_interval(ratio[None, :]))
+    for a, b, m, lo, hi, n in _order_pairs(claimed, values):
         state = "in order" if n >= 2 and lo > 1 else "reversed" if n >= 2 and hi < 1 else "undecided"
         states.append(state)
         said.append(f"{labels[a]} / {labels[b]} {m:.2f} [{lo:.2f}, {hi:.2f}] {state}")
@@ -663,6 +669,80 @@ def evaluate_claim(claim: Mapping, runs: pd.DataFrame | None, outcomes: list[Map
         "verdict": verdict,
         "reason": reason,
     }
+
+
+# --- When a claim block has rounds enough: its claims' intervals' width, never where they lie -------------------
+
+#: A claim block stops adding rounds once every claim's interval has a half-width of at most this share of the
+#: claim's tolerance: ±5 % against the rule's ±10 % band, ±2.5 points against ±5. Such an interval can lie wholly
+#: inside the band, or wholly outside it, unless its median sits within a half-width of an edge.
+WIDTH_SHARE = 0.5
+#: The units whose statistic is a positive quantity read on a log scale (a ratio, a latency, a score); a figure in
+#: points and a plain number (an ELU, a difference that can be negative) are read as they are.
+LOG_UNITS = ("x", "ms", "score")
+
+
+def width_target(claim: Mapping) -> tuple[float, str]:
+    """(the half-width at which a claim's interval is narrow enough to stop measuring its block, the scale it is read
+    on: "log" or "linear"). Set by the claim alone (its unit, tolerance and centre), never by its data. An order's
+    pairs are ratios, read on a log scale against the rule's relative tolerance. 0 where the claim has no band to
+    measure a width against (a plain number whose centre is 0): its block then measures up to the cap."""
+    compare = claim["compare"]
+    if compare == "order":
+        t = claim["tolerance"] if claim.get("tolerance") is not None else claimfile.RULE_RELATIVE
+        return WIDTH_SHARE * float(np.log1p(t)), "log"
+    t = claimfile.tolerance(claim)
+    unit = claim.get("unit", "")
+    if unit in POINT_UNITS:
+        return WIDTH_SHARE * t, "linear"
+    if unit in LOG_UNITS:
+        return WIDTH_SHARE * float(np.log1p(t)), "log"
+    centre = {"equal": claim.get("figure"), "same": claim.get("null")}.get(compare, claim.get("limit"))
+    if centre is None:
+        return 0.0, "linear"
+    b_lo, b_hi = claimfile.band(claim, float(centre))
+    return WIDTH_SHARE * (b_hi - b_lo) / 2, "linear"
+
+
+def half_width(lo: float, hi: float, scale: str) -> float:
+    """An interval's half-width on its scale; infinite where it has none (fewer than two rounds) or a log scale
+    cannot read it (a bound at or below 0)."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return float("inf")
+    if scale == "log":
+        return float((np.log(hi) - np.log(lo)) / 2) if lo > 0 and hi > 0 else float("inf")
+    return float((hi - lo) / 2)
+
+
+def needs_rounds(claim: Mapping) -> bool:
+    """Whether a claim's verdict rests on rounds (not an outcome, nor a claim this configuration cannot measure)."""
+    return not (claim.get("untestable") or claim.get("pending") or claim["compare"] == "outcome")
+
+
+def stopping_widths(claims: list[Mapping], runs: pd.DataFrame) -> pd.DataFrame:
+    """A claim block's look: per claim that needs rounds, (comparison (its id), half_width, target, scale, n), from
+    the block's runs so far. The widest neighbouring pair stands for an order. A claim whose rounds cannot give an
+    interval yet (no runs, too few rounds fit to decide on) has an infinite half-width: never narrow enough."""
+    rows = []
+    for c in filter(needs_rounds, claims):
+        target, scale = width_target(c)
+        try:
+            if c["compare"] == "order":
+                values = score_values(c, runs) if c.get("scores") else round_values(c, runs)
+                if len(values):
+                    rows_ = score_rows(c, runs) if c.get("scores") else run_rows(c, runs)
+                    values, _, invalid = _unfit(c, values, rows_)
+                    values = values.iloc[:0] if invalid else values
+                pairs = list(_order_pairs(list(c["order"]), values))
+                width = max((half_width(lo, hi, scale) for *_, lo, hi, _n in pairs), default=float("inf"))
+                n = min((p[-1] for p in pairs), default=0)
+            else:
+                row = evaluate_claim(c, runs)
+                width, n = half_width(row["lo"], row["hi"], scale), int(row["n"])
+        except (NoRuns, ClaimError):
+            width, n = float("inf"), 0
+        rows.append({"comparison": c["id"], "half_width": width, "target": target, "scale": scale, "n": n})
+    return pd.DataFrame(rows, columns=["comparison", "half_width", "target", "scale", "n"])
 
 
 def ledger(

@@ -76,25 +76,29 @@ def comparisons(runs: pd.DataFrame, ab: list[str] | None = None, headline: str =
     return pd.concat(parts, ignore_index=True)[columns] if parts else pd.DataFrame(columns=columns)
 
 
-def decide(found: pd.DataFrame, rounds: int, looks: list[int], target: float, headline: str = DEFAULT_HEADLINE) -> dict:
+def decide(
+    found: pd.DataFrame, rounds: int, looks: list[int], target: float | None, headline: str = DEFAULT_HEADLINE
+) -> dict:
     """The look's verdict: stop when every comparison is within target, or at the cap (the last look); with the
-    figure its intervals read (a look made for another is stale: recovery.drop_stale_looks)."""
-    widths = found["half_width_log"].to_numpy(dtype=float)
-    wide = found[~(widths <= target)]  # NaN (no interval yet) is not narrow enough
+    figure its intervals read (a look made for another is stale: recovery.drop_stale_looks). A claim block's look
+    (claims.stopping_widths) gives each comparison its own target: target None, and a `target` column."""
+    widths = found["half_width_log" if "half_width_log" in found else "half_width"].to_numpy(dtype=float)
+    targets = found["target"].to_numpy(dtype=float) if target is None else target
+    wide = found[~(widths <= targets)]  # NaN (no interval yet) is not narrow enough
     cap = rounds >= max(looks)
     return {
         "rounds": int(rounds),
         "looks": [int(n) for n in looks],
-        "half_width_target": float(target),
+        "half_width_target": None if target is None else float(target),
         HEADLINE_COLUMN: headline,
         "comparisons": int(len(found)),
-        "widest": float(np.nanmax(widths)) if len(widths) and not np.isnan(widths).all() else None,
+        "widest": float(widths[np.isfinite(widths)].max()) if np.isfinite(widths).any() else None,
         "stop": bool(cap or (len(found) > 0 and wide.empty)),
         "coverage_under_stopping": stated_coverage(looks),
         "capped": bool(cap and not wide.empty),
         "wider_than_target": [
-            {"comparison": r.comparison, "half_width_log": None if np.isnan(r.half_width_log) else r.half_width_log}
-            for r in wide.itertuples()
+            {"comparison": c, "half_width_log": None if not np.isfinite(w) else float(w)}
+            for c, w in zip(wide["comparison"], widths[~(widths <= targets)], strict=True)
         ],
     }
 

@@ -1,0 +1,101 @@
+"""When a claim block has rounds enough (issue 36, item 3): each claim's interval against a width set by the claim
+alone, never by where its data lie. tests/calibration/test_claim_stopping.py checks that the rule keeps the
+verdicts' error rates; these check what it reads."""
+
+import math
+
+import numpy as np
+import pytest
+
+from claim_data import claim, ratio_runs, runs
+from nodebench.analysis import claims as C
+from nodebench.analysis import looks
+
+
+def test_each_kind_of_claim_gets_its_width_from_its_own_tolerance_and_unit():
+    assert C.width_target(claim()) == (pytest.approx(math.log(1.1) / 2), "log")
+    assert C.width_target(claim(unit="%", figure=40)) == (pytest.approx(2.5), "linear")
+    assert C.width_target(claim(tolerance=0.2, tolerance_why="t")) == (pytest.approx(math.log(1.2) / 2), "log")
+    # A plain number (an ELU) against a limit: a quarter of the rule's band around the limit, as measured.
+    lo, hi = 0.95 / 1.1, 0.95 * 1.1
+    elu = claim(unit="", compare="at_least", limit=0.95, statistic="f", figure=None)
+    assert C.width_target(elu) == (pytest.approx((hi - lo) / 4), "linear")
+    # A plain number centred on 0 has no band: its block measures to the cap.
+    assert C.width_target(claim(unit="", compare="same", null=0, statistic="f - e", figure=None)) == (0.0, "linear")
+    assert C.width_target({"compare": "order", "order": ["a", "b"]}) == (pytest.approx(math.log(1.1) / 2), "log")
+
+
+def test_the_width_does_not_depend_on_which_side_of_the_band_the_data_lie():
+    spread = np.exp(np.array([0.03, -0.02, 0.01, -0.04, 0.02, 0.0]))
+    near = C.stopping_widths([claim()], ratio_runs(list(4.37 * spread)))
+    far = C.stopping_widths([claim()], ratio_runs(list(2.0 * spread)))
+    assert C.evaluate_claim(claim(), ratio_runs(list(4.37 * spread)))["verdict"] == C.REPRODUCED
+    assert C.evaluate_claim(claim(), ratio_runs(list(2.0 * spread)))["verdict"] == C.NOT_REPRODUCED
+    assert near["half_width"].iloc[0] == pytest.approx(far["half_width"].iloc[0])
+
+
+def test_a_narrow_claim_is_narrow_enough_a_noisy_one_is_not_and_one_round_has_no_width():
+    quiet = ratio_runs(list(4.37 * np.exp(np.array([0.01, -0.01, 0.005, 0.0, -0.005, 0.008]))))
+    noisy = ratio_runs(list(4.37 * np.exp(np.array([0.2, -0.15, 0.1, -0.2, 0.05, 0.12]))))
+    w = C.stopping_widths([claim()], quiet).iloc[0]
+    assert w["comparison"] == "t-ratio" and w["n"] == 6 and w["half_width"] <= w["target"]
+    w = C.stopping_widths([claim()], noisy).iloc[0]
+    assert w["half_width"] > w["target"]
+    w = C.stopping_widths([claim()], ratio_runs([4.37])).iloc[0]
+    assert w["half_width"] == math.inf and w["n"] == 1
+
+
+def test_claims_that_need_no_rounds_are_not_waited_for():
+    skipped = [
+        claim(id="o", compare="outcome"),
+        claim(id="u", untestable="needs another machine"),
+        claim(id="p", pending="no experiment yet"),
+    ]
+    found = C.stopping_widths([*skipped, claim()], ratio_runs([4.3, 4.4]))
+    assert list(found["comparison"]) == ["t-ratio"]
+
+
+def test_a_claim_whose_cells_have_no_runs_is_never_narrow_enough():
+    other = claim(
+        cells={"f": {"workload": "list", "server": "fastify"}, "e": {"workload": "list", "server": "express"}}
+    )
+    found = C.stopping_widths([other], ratio_runs([4.3, 4.4, 4.5]))
+    assert found["half_width"].iloc[0] == math.inf
+
+
+def test_an_order_is_as_narrow_as_its_widest_neighbouring_pair():
+    order = {
+        "id": "t-order",
+        "compare": "order",
+        "order": ["a", "b", "c"],
+        "cells": {k: {"workload": "empty", "server": k} for k in "abc"},
+        "unit": "",
+    }
+    r = np.exp(np.array([0.01, -0.01, 0.0, 0.005, -0.005, 0.002]))
+    tight = runs({("empty", "a"): list(3000 * r), ("empty", "b"): [2000.0] * 6, ("empty", "c"): list(1000 / r)})
+    loose = runs({("empty", "a"): list(3000 * r), ("empty", "b"): [2000.0] * 6, ("empty", "c"): list(1000 / r**20)})
+    w_tight = C.stopping_widths([order], tight).iloc[0]
+    w_loose = C.stopping_widths([order], loose).iloc[0]
+    # Six rounds: the interval is min-max. a / b moves as r, b / c as r (tight) or r**20 (loose): log r spans 0.02.
+    assert w_tight["half_width"] == pytest.approx(0.01) and w_loose["half_width"] == pytest.approx(0.2)
+    assert w_tight["half_width"] <= w_tight["target"] < w_loose["half_width"]
+
+
+def test_a_claim_blocks_look_stops_only_when_every_claim_is_within_its_own_width():
+    found = C.stopping_widths(
+        [claim(id="narrow"), claim(id="points", unit="%", figure=40, statistic="100 * (f / e) / 10")],
+        ratio_runs(list(4.37 * np.exp(np.array([0.01, -0.01, 0.005, 0.0, -0.005, 0.008])))),
+    )
+    # The percent claim reads about 43.7 points, its interval about 1 point wide: narrow against its ±2.5.
+    look = looks.decide(found, 6, [6, 10], None)
+    assert look["stop"] and not look["capped"] and look["half_width_target"] is None
+    found.loc[1, "half_width"] = 3.0
+    look = looks.decide(found, 6, [6, 10], None)
+    assert not look["stop"] and [w["comparison"] for w in look["wider_than_target"]] == ["points"]
+    found.loc[1, "half_width"] = math.inf
+    look = looks.decide(found, 10, [6, 10], None)
+    assert (
+        look["stop"]
+        and look["capped"]
+        and look["wider_than_target"] == [{"comparison": "points", "half_width_log": None}]
+    )

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import yaml
 
-from nodebench.analysis import looks
+from nodebench.analysis import claims, looks
 from nodebench.analysis.aggregate import iter_records, to_frame
 from nodebench.analysis.metrics import RUN_COLUMNS
 
@@ -13,17 +13,28 @@ from nodebench.analysis.metrics import RUN_COLUMNS
 def main(sm) -> None:
     schema = yaml.safe_load(Path(sm.input.schema).read_text())
     runs = to_frame(iter_records(sm.input.records, schema), schema)
-    runs = runs[[c for c in RUN_COLUMNS if c in runs]]
-    found = looks.comparisons(runs, sm.params.ab or None, sm.params.headline)
-    look = looks.decide(found, int(sm.wildcards.n), sm.params.looks, sm.params.half_width, sm.params.headline)
+    n = int(sm.wildcards.n)
+    if sm.params.stop_on == "claims":
+        # Each claim that reads this block against half its own tolerance (claims.stopping_widths).
+        found = claims.stopping_widths(sm.params.claims, runs)
+        look = looks.decide(found, n, sm.params.looks, None, sm.params.headline, stop_if_none=True)
+        look["claims_digest"] = sm.params.claims_digest
+        what = f"{look['comparisons']} claims, {len(look['wider_than_target'])} wider than half their tolerance"
+    else:
+        runs = runs[[c for c in RUN_COLUMNS if c in runs]]
+        found = looks.comparisons(runs, sm.params.ab or None, sm.params.headline)
+        look = looks.decide(found, n, sm.params.looks, sm.params.half_width, sm.params.headline)
+        widest = "n/a" if look["widest"] is None else f"{look['widest'] * 100:.1f} %"
+        what = (
+            f"{look['comparisons']} comparisons, widest half-width {widest} "
+            f"(target {look['half_width_target'] * 100:.1f} %)"
+        )
+    look["stop_on"] = sm.params.stop_on
     look["block"] = sm.wildcards.block
     Path(sm.output.look).write_text(json.dumps(look, indent=1) + "\n")
     verdict = "stop" if look["stop"] else "go on"
-    widest = "n/a" if look["widest"] is None else f"{look['widest'] * 100:.1f} %"
-    line = (
-        f"look after {look['rounds']} rounds of {sm.wildcards.block}: {look['comparisons']} comparisons, "
-        f"widest half-width {widest} (target {look['half_width_target'] * 100:.1f} %): {verdict}"
-        + (" (cap reached)" if look["capped"] else "")
+    line = f"look after {look['rounds']} rounds of {sm.wildcards.block}: {what}: {verdict}" + (
+        " (cap reached)" if look["capped"] else ""
     )
     print(f"nodebench: {line}", flush=True)
     Path(sm.log[0]).write_text(line + "\n")

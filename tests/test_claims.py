@@ -206,7 +206,8 @@ def test_the_failure_mode_routes_hang_or_throw_as_the_seed_describes(name, proje
 TINY_EXPERIMENTS = """\
 experiments:
   naive-settimeout:
-    rounds: 2
+    # Rounds per claim at their smallest: one look, after 2 rounds, reading the claims of this block.
+    adaptive: {stop_on: claims, looks: [2]}
     matrices:
       - servers: [express, fastify]
         workloads: [empty, delay-20ms]
@@ -252,6 +253,11 @@ def test_reports_claims_all_on_a_tiny_real_run(project, tmp_path):
     assert naive["n"] == 2 and naive["rounds_left_out"] == 0, naive["reason"]
     assert np.isfinite(naive["median"]) and naive["verdict"] in (C.REPRODUCED, C.NOT_REPRODUCED, C.INCONCLUSIVE)
     assert "still disturbed (kept)" in naive["ours_conditions"]
+    # The block's look read its claims, and only theirs: one row each (those this matrix can measure).
+    look = json.loads((project / "data/looks/naive-settimeout/n2.json").read_text())
+    measured = table[(table["scope"] == "naive-settimeout") & (table["verdict"] != C.UNTESTABLE)]
+    assert look["stop_on"] == "claims" and look["stop"] and look["comparisons"] == len(measured) > 0, look
+    assert "look after 2 rounds of naive-settimeout: " in res.stdout
     # Not in this matrix: not testable, and why.
     assert by.loc["000-empty-ratio", "verdict"] == C.UNTESTABLE
     assert "not measured with this configuration" in by.loc["000-empty-ratio", "reason"]

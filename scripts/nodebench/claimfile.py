@@ -202,13 +202,15 @@ def ledger_claims(claims: list[Mapping], scope_cells, failure_cells) -> list[Map
     return out
 
 
+def reads_runs(claim: Mapping) -> bool:
+    """Whether a claim's verdict rests on runs measured in rounds: not an outcome (it reads failures), nor a claim
+    this configuration cannot measure (untestable, pending)."""
+    return not (claim.get("pending") or claim.get("untestable")) and claim["compare"] != "outcome"
+
+
 def run_scopes(claims: list[Mapping]) -> list[str]:
     """The scopes whose runs the ledger's measured claims read (an outcome claim reads failures instead)."""
-    return list(
-        dict.fromkeys(
-            c["scope"] for c in claims if not (c.get("pending") or c.get("untestable")) and c["compare"] != "outcome"
-        )
-    )
+    return list(dict.fromkeys(c["scope"] for c in claims if reads_runs(c)))
 
 
 def failure_scopes(claims: list[Mapping]) -> list[str]:

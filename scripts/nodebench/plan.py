@@ -125,6 +125,13 @@ def block_adaptive(config: dict, block: str) -> dict | None:
     return found or None
 
 
+def block_stops_on(config: dict, block: str) -> str | None:
+    """What an adaptive block's looks read: "headline" (its headline intervals against its half_width) or "claims"
+    (the ledger's claims that read it, each against its own tolerance); None when it is not adaptive."""
+    adaptive = block_adaptive(config, block)
+    return adaptive.get("stop_on", "headline") if adaptive else None
+
+
 def block_looks(config: dict, block: str) -> list[int] | None:
     """The rounds after which an adaptive block looks at its intervals, ascending; None when it is not adaptive."""
     adaptive = block_adaptive(config, block)

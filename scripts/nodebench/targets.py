@@ -8,6 +8,7 @@ the config, the records and the tables name them (`round`, `client`, `scope`).
 """
 
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -136,6 +137,9 @@ class Targets:
         #: block -> the rounds an adaptive block stopped at. The workflow sets it to read its looks (checkpoints);
         #: without it, an adaptive block is planned at its cap.
         self.stopped_at = None
+        #: The ledger's claims (claimfile.ledger_claims), which a block whose looks read the claims stops on. The
+        #: workflow sets it once it has resolved them against this configuration's cells.
+        self.claims = None
         #: experiment -> the block it measures in (its name; compare/<a>/<b> for the A/B target), and back.
         self.block_names = {name: plan.block_name(config, name) for name in self.experiments}
         self.experiment_of = {block: name for name, block in self.block_names.items()}
@@ -177,6 +181,24 @@ class Targets:
     def adaptive(self, block: str) -> dict | None:
         return plan.block_adaptive(self.config, self._entry(block))
 
+    def stops_on(self, block: str) -> str | None:
+        """What an adaptive block's looks read: "headline" or "claims"; None for a block of fixed rounds."""
+        return plan.block_stops_on(self.config, self._entry(block))
+
+    def block_claims(self, block: str) -> list[dict]:
+        """The ledger's claims a block's looks read (stop_on: claims): those that read runs, of a scope this block
+        measures. An empty list stops the block at its first look."""
+        if self.claims is None:
+            raise ValueError(f"the looks of {block} read the ledger's claims, and none were given (Targets.claims)")
+        return [c for c in self.claims if claimfile.reads_runs(c) and self.block_of(c["scope"]) == block]
+
+    def claims_digest(self, block: str) -> str | None:
+        """What a claim block's look was made for: its claims, as a digest (a look made for others is stale)."""
+        if self.stops_on(block) != "claims":
+            return None
+        text = json.dumps(self.block_claims(block), sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
     def ab_pair(self, block: str) -> list[str] | None:
         """The A/B target's [a, b] for its block; None for any other block."""
         return self.experiments.get(self._entry(block), {}).get("ab")
@@ -192,7 +214,10 @@ class Targets:
         return LOOK.format(block=block, n=n)
 
     def look_records(self, block: str, n: int) -> list[str]:
-        """The records an adaptive block's look after n rounds reads: the block's scope's, rounds 1 to n."""
+        """The records an adaptive block's look after n rounds reads, rounds 1 to n: the block's scope's; where the
+        looks read the claims, the cells those claims read and no others (what the ledger measures)."""
+        if self.stops_on(block) == "claims":
+            return sorted({p for c in self.block_claims(block) for p in self._claim_paths(c, n)})
         return self._records(OVERALL if block == plan.MAIN_BLOCK else self._entry(block), n)
 
     def look_inputs(self, block: str, n: int) -> list[str]:
@@ -205,7 +230,13 @@ class Targets:
         return {
             block: (
                 self.looks(block),
-                {"half_width_target": self.adaptive(block)["half_width"], HEADLINE_COLUMN: self.headline},
+                {
+                    "half_width_target": self.adaptive(block).get("half_width")
+                    if self.stops_on(block) == "headline"
+                    else None,
+                    HEADLINE_COLUMN: self.headline,
+                    **({"claims_digest": self.claims_digest(block)} if self.stops_on(block) == "claims" else {}),
+                },
                 lambda n, b=block: self.look_path(b, n),
                 lambda n, b=block: self.look_inputs(b, n),
                 self.block_products(block),
@@ -408,17 +439,16 @@ class Targets:
         """Per scope, the records of every round of the cells the measured claims read (outcome claims read
         failures instead), each under the block that measures it: what the ledger measures, and no more."""
         out: dict[str, set[str]] = {}
-        for claim in claims:
-            if claim.get("untestable") or claim.get("pending") or claim["compare"] == "outcome":
-                continue
+        for claim in filter(claimfile.reads_runs, claims):
             scope = claim["scope"]
-            block = self.block_of(scope)
-            rounds = self.rounds(block)
-            records = out.setdefault(scope, set())
-            for cell in self.claim_cells(claim):
-                for r in range(1, rounds + 1):
-                    records.add(self.plan.as_measured(Run(block, *cell, r)).path)
+            out.setdefault(scope, set()).update(self._claim_paths(claim, self.rounds(self.block_of(scope))))
         return {scope: sorted(paths) for scope, paths in out.items()}
+
+    def _claim_paths(self, claim: dict, rounds: int) -> set[str]:
+        """The records of rounds 1 to `rounds` of the cells a claim reads, each under the block that measures it."""
+        block = self.block_of(claim["scope"])
+        return {self.plan.as_measured(Run(block, *cell, r)).path for cell in self.claim_cells(claim)
+                for r in range(1, rounds + 1)}  # fmt: skip
 
     def measured_runs(self) -> list[tuple]:
         """Every run the plan measures, each once: (block, workload, server, connections, client, stop, round)."""

@@ -308,3 +308,65 @@ def test_a_measured_calibration_is_an_input_of_the_main_reports_only(tmp_path, m
     assert t.summary_inputs(targets.OVERALL)["calibration"] == targets.CALIBRATION
     experiment = next(s for s in t.scopes if "stopping" in t.tables(s))
     assert "calibration" not in t.summary_inputs(experiment)
+
+
+def claims_block_config(**adaptive) -> tuple[targets.Targets, str]:
+    import yaml
+
+    from conftest import REPO
+    from nodebench import claimfile
+
+    config = copy.deepcopy(shipped())
+    config["experiments"]["crud-endpoint"]["adaptive"] = {"stop_on": "claims", "looks": [3, 6], **adaptive}
+    t = targets.Targets(config)
+    doc = yaml.safe_load((REPO / "claims.yaml").read_text())
+    t.claims = claimfile.ledger_claims(doc["claims"], t.scope_cells, t.failure_cells)
+    return t, t.block_of("crud-endpoint")
+
+
+def test_a_block_whose_looks_read_the_claims_reads_only_the_cells_of_its_claims():
+    t, block = claims_block_config()
+    assert t.stops_on(block) == "claims" and t.stops_on(plan.MAIN_BLOCK) is None
+    mine = t.block_claims(block)
+    assert mine and {c["scope"] for c in mine} == {"crud-endpoint"} and all(c["compare"] != "outcome" for c in mine)
+    records = t.look_records(block, 3)
+    assert {int(p.rsplit("/r", 1)[1][:-5]) for p in records} == {1, 2, 3}
+    claimed = {p for c in mine for p in t._claim_paths(c, 3)}
+    assert set(records) == claimed and set(records) <= set(t.scope_records("crud-endpoint"))
+    # What the look was made for: the claims (as a digest), no half-width; another claim set makes it stale.
+    declared = t.adaptive_blocks()[block][1]
+    assert declared["half_width_target"] is None and declared["claims_digest"] == t.claims_digest(block)
+    t.claims = [c for c in t.claims if c["id"] != mine[0]["id"]]
+    assert t.claims_digest(block) != declared["claims_digest"]
+    # Without the ledger's claims, a block that stops on them cannot be planned: said, not guessed.
+    t.claims = None
+    with pytest.raises(ValueError, match="read the ledger's claims"):
+        t.look_records(block, 3)
+
+
+def test_a_block_stopping_on_its_claims_needs_no_half_width_and_one_on_its_headline_does():
+    import yaml
+
+    from conftest import REPO
+
+    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
+    claims = {"adaptive": {"stop_on": "claims", "looks": [6, 10]}}
+    assert not [p for p in configcheck.schema_problems(claims, schema) if "adaptive" in p]
+    headline = {"adaptive": {"stop_on": "headline", "looks": [6, 10]}}
+    assert "config key 'adaptive' lacks 'half_width', which it needs" in configcheck.schema_problems(headline, schema)
+    wrong = {"adaptive": {"stop_on": "verdict", "looks": [6, 10], "half_width": 0.03}}
+    assert any(
+        p.startswith("config key 'adaptive.stop_on' is 'verdict'") for p in configcheck.schema_problems(wrong, schema)
+    )
+
+
+def test_a_claim_looks_sentence_names_the_claims_still_too_wide_at_the_cap():
+    found = pd.DataFrame({"comparison": ["a", "b"], "half_width": [0.01, np.inf], "target": [0.05, 0.05]})
+    look = looks.decide(found, 20, [6, 20], None) | {"stop_on": "claims"}
+    text = looks.sentence(look)
+    assert "Rounds per claim" in text and "cap of 20 rounds with 1 of 2 claims still wider than that: b" in text
+    none = looks.decide(found.iloc[:0], 6, [6, 20], None, stop_if_none=True) | {"stop_on": "claims"}
+    assert none[
+        "stop"
+    ] and "No claim reads this block, so it stopped at its first look, after 6 rounds" in looks.sentence(none)
+    assert not looks.decide(found.iloc[:0], 6, [6, 20], None)["stop"]

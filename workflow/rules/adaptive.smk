@@ -4,7 +4,8 @@
 # known once its looks have run, and T.rounds() asks them through stopped_at() (common.smk).
 checkpoint look:
     input:
-        # data/runs/<block>/.../r<k>.json for rounds 1 to n of the block's scope.
+        # data/runs/<block>/.../r<k>.json for rounds 1 to n of the block's scope (of its claims' cells, where the
+        # looks read the claims).
         records=lambda wc: T.look_records(wc.block, int(wc.n)),
         schema=targets.RUN_SCHEMA,
         code=code("look.py"),  # the three are T.look_inputs(), which a stale look is checked against
@@ -17,7 +18,13 @@ checkpoint look:
     localrule: True
     params:
         looks=lambda wc: T.looks(wc.block),
-        half_width=lambda wc: T.adaptive(wc.block)["half_width"],
+        half_width=lambda wc: T.adaptive(wc.block).get("half_width"),
+        # What the looks read: the headline intervals, or the ledger's claims that read this block.
+        stop_on=lambda wc: T.stops_on(wc.block),
+        claims=lambda wc: (
+            T.block_claims(wc.block) if T.stops_on(wc.block) == "claims" else None
+        ),
+        claims_digest=lambda wc: T.claims_digest(wc.block),
         ab=lambda wc: T.ab_pair(wc.block),
         headline=T.headline,
     script:

@@ -92,6 +92,8 @@ LEDGER_CLAIMS = claimfile.ledger_claims(
 # The scopes whose runs the ledger's claims read; their records are asked for only when the DAG is built, after
 # the workflow has set where adaptive blocks stopped (T.stopped_at).
 LEDGER_RUN_SCOPES = claimfile.run_scopes(LEDGER_CLAIMS)
+# A block whose looks read the claims (adaptive's stop_on: claims) stops on these.
+T.claims = LEDGER_CLAIMS
 LEDGER_FAILURES = T.failure_paths(claimfile.failure_scopes(LEDGER_CLAIMS))
 
 if workflow.is_main_process:
@@ -105,13 +107,19 @@ if workflow.is_main_process:
         _scopes, T.claim_records(LEDGER_CLAIMS) if "claims" in _scopes else None
     )
     _to_measure = [r for r in _planned if not os.path.exists(r)]
+    # Whether the plan is a cap: an adaptive block among the target's scopes (the ledger's are its claims' scopes).
+    _CAPPED = any(
+        T.looks(T.block_of(s))
+        for s in [*_scopes, *(LEDGER_RUN_SCOPES if "claims" in _scopes else [])]
+        if s != "claims"
+    )
     _line, _too_long = targets.estimate(
         ", ".join(map(targets.target_of, _scopes)),
         _to_measure,
         len(_planned) - len(_to_measure),
         config["warmup_s"],
         config["max_hours"],
-        capped=any(T.looks(T.block_of(s)) for s in _scopes if s != "claims"),
+        capped=_CAPPED,
     )
     stop_on(_too_long)
     print(f"nodebench: {_line}", file=sys.stderr)
@@ -272,7 +280,7 @@ onstart:
                 r: targets.measuring_seconds([r], config["warmup_s"])
                 for r in to_measure
             },
-            capped=any(T.looks(T.block_of(s)) for s in _scopes if s != "claims"),
+            capped=_CAPPED,
         )
         os.environ.update({"NODEBENCH_PLAN": str(plan_file)})
 

@@ -714,17 +714,12 @@ def half_width(lo: float, hi: float, scale: str) -> float:
     return float((hi - lo) / 2)
 
 
-def needs_rounds(claim: Mapping) -> bool:
-    """Whether a claim's verdict rests on rounds (not an outcome, nor a claim this configuration cannot measure)."""
-    return not (claim.get("untestable") or claim.get("pending") or claim["compare"] == "outcome")
-
-
 def stopping_widths(claims: list[Mapping], runs: pd.DataFrame) -> pd.DataFrame:
     """A claim block's look: per claim that needs rounds, (comparison (its id), half_width, target, scale, n), from
     the block's runs so far. The widest neighbouring pair stands for an order. A claim whose rounds cannot give an
     interval yet (no runs, too few rounds fit to decide on) has an infinite half-width: never narrow enough."""
     rows = []
-    for c in filter(needs_rounds, claims):
+    for c in filter(claimfile.reads_runs, claims):
         target, scale = width_target(c)
         try:
             if c["compare"] == "order":

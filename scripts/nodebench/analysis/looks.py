@@ -77,11 +77,17 @@ def comparisons(runs: pd.DataFrame, ab: list[str] | None = None, headline: str =
 
 
 def decide(
-    found: pd.DataFrame, rounds: int, looks: list[int], target: float | None, headline: str = DEFAULT_HEADLINE
+    found: pd.DataFrame,
+    rounds: int,
+    looks: list[int],
+    target: float | None,
+    headline: str = DEFAULT_HEADLINE,
+    stop_if_none: bool = False,
 ) -> dict:
     """The look's verdict: stop when every comparison is within target, or at the cap (the last look); with the
     figure its intervals read (a look made for another is stale: recovery.drop_stale_looks). A claim block's look
-    (claims.stopping_widths) gives each comparison its own target: target None, and a `target` column."""
+    (claims.stopping_widths) gives each comparison its own target: target None, and a `target` column; with
+    stop_if_none, a look with nothing to wait for (a block no claim reads) stops."""
     widths = found["half_width_log" if "half_width_log" in found else "half_width"].to_numpy(dtype=float)
     targets = found["target"].to_numpy(dtype=float) if target is None else target
     wide = found[~(widths <= targets)]  # NaN (no interval yet) is not narrow enough
@@ -93,7 +99,7 @@ def decide(
         HEADLINE_COLUMN: headline,
         "comparisons": int(len(found)),
         "widest": float(widths[np.isfinite(widths)].max()) if np.isfinite(widths).any() else None,
-        "stop": bool(cap or (len(found) > 0 and wide.empty)),
+        "stop": bool(cap or ((len(found) > 0 or stop_if_none) and wide.empty)),
         "coverage_under_stopping": stated_coverage(looks),
         "capped": bool(cap and not wide.empty),
         "wider_than_target": [
@@ -113,6 +119,8 @@ def sentence(look: dict) -> str:
         covered = f"One look selects nothing: each interval covers {coverage} %, as at any fixed {n} rounds"
     else:
         covered = f"Coverage under the stopping rule: at least {coverage} % each (simulated)"
+    if look.get("stop_on") == "claims":
+        return _claims_sentence(look, looks, n, covered)
     plan = f"Adaptive rounds: looks after {', '.join(map(str, looks))} rounds, stopping once every headline interval's "
     plan += f"half-width is at most {h * 100:.1f} % on a log scale (docs/statistics.md#adaptive-rounds)"
     widest = look["widest"]
@@ -128,3 +136,21 @@ def sentence(look: dict) -> str:
         )
     within = f"every one of {look['comparisons']} comparisons within it{widest}"
     return f"{plan}. It stopped after {n} rounds, {within}. {covered}."
+
+
+def _claims_sentence(look: dict, looks: list[int], n: int, covered: str) -> str:
+    """sentence() for a block whose looks read the ledger's claims."""
+    plan = (
+        f"Rounds per claim: looks after {', '.join(map(str, looks))} rounds, stopping once every claim of the ledger "
+        "that reads this block has an interval at most half its tolerance wide (docs/claims.md)"
+    )
+    if look["comparisons"] == 0:
+        return f"{plan}. No claim reads this block, so it stopped at its first look, after {n} rounds."
+    if look["capped"]:
+        names = [w["comparison"] for w in look["wider_than_target"]]
+        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        return (
+            f"{plan}. It reached the cap of {n} rounds with {len(names)} of {look['comparisons']} claims still wider "
+            f"than that: {shown}. {covered}."
+        )
+    return f"{plan}. It stopped after {n} rounds, every one of {look['comparisons']} claims within it. {covered}."

@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from conftest import REPO, make_project, snakemake
-from nodebench import plan, targets
+from nodebench import claimfile, plan, targets
+from nodebench.runs import Run
 from synthetic import records_like
 
 #: Rules that measure or provision: not run here, their outputs (the records) are made instead.
@@ -83,10 +84,23 @@ def test_every_named_target_plans_in_a_fresh_checkout(tmp_path: Path):
     assert res.returncode == 0, res.stdout[-4000:]
     counts = dict(re.findall(r"^(measure_run|expect_failure)\s+(\d+)$", res.stdout, re.M))
     t = targets.Targets(config)
-    # An adaptive block plans up to its first look; the rounds after it wait for that look (a checkpoint).
-    runs = [r for r in t.measured_runs() if not t.looks(r[0]) or r[-1] <= t.looks(r[0])[0]]
-    assert len(runs) < len(t.measured_runs())
-    assert counts == {"measure_run": str(len(runs)), "expect_failure": str(len(t.all_failure_cells()))}
+    doc = yaml.safe_load((REPO / "claims.yaml").read_text())
+    t.claims = claimfile.ledger_claims(doc["claims"], t.scope_cells, t.failure_cells)
+    # An adaptive block plans up to its first look; the rounds after it wait for that look (a checkpoint). A block
+    # whose looks read the claims plans only its claims' cells up to the first look: its other cells, and the cells
+    # it expects to fail, wait for the look too.
+    first = {b: (t.looks(b)[0] if t.looks(b) else None) for b in {r[0] for r in t.measured_runs()}}
+    claimed = {p for b, n in first.items() if t.stops_on(b) == "claims" for p in t.look_records(b, n)}
+    runs = [
+        r
+        for r in t.measured_runs()
+        if first[r[0]] is None
+        or (r[-1] <= first[r[0]] and (t.stops_on(r[0]) != "claims" or t.plan.as_measured(Run(*r)).path in claimed))
+    ]
+    assert len(runs) < len(t.measured_runs()) and claimed
+    failures = [e for e in t.experiments if t.stops_on(t.block_of(e)) != "claims" for _ in t.failure_cells(e)]
+    expected = {"measure_run": str(len(runs))} | ({"expect_failure": str(len(failures))} if failures else {})
+    assert counts == expected
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from nodebench.analysis import claims
+from nodebench.analysis import claims, looks
 from nodebench.analysis.aggregate import current_names
 
 
@@ -17,7 +17,8 @@ def main(sm) -> None:
     unresolved = dict(sm.params.unresolved)
     todo = [{**c, "untestable": unresolved[c["id"]]} if c["id"] in unresolved else c for c in doc["claims"]]
     outcomes = [current_names(json.loads(Path(f).read_text())) for f in sm.input.failures]
-    ledger = claims.ledger(todo, runs, outcomes)
+    floors = {scope: looks.stated_coverage(declared) for scope, declared in dict(sm.params.looks).items()}
+    ledger = claims.with_stated_coverage(claims.ledger(todo, runs, outcomes), floors)
     ledger.to_parquet(sm.output.ledger, index=False)
     tally = ledger["verdict"].value_counts().to_dict()
     Path(sm.log[0]).write_text(f"{len(ledger)} claims from {len(runs)} scopes: {tally}\n")

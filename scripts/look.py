@@ -15,11 +15,17 @@ def main(sm) -> None:
     runs = to_frame(iter_records(sm.input.records, schema), schema)
     n = int(sm.wildcards.n)
     if sm.params.stop_on == "claims":
-        # Each claim that reads this block against half its own tolerance (claims.stopping_widths).
+        # Each claim that reads this block: its half-width against half its tolerance (claims.stopping_widths).
         found = claims.stopping_widths(sm.params.claims, runs)
-        look = looks.decide(found, n, sm.params.looks, None, sm.params.headline, stop_if_none=True)
+        invalid = found[found["invalid"]]
+        look = looks.decide(found[~found["invalid"]], n, sm.params.looks, None, sm.params.headline, stop_if_none=True)
         look["claims_digest"] = sm.params.claims_digest
-        what = f"{look['comparisons']} claims, {len(look['wider_than_target'])} wider than half their tolerance"
+        # Not waited for: more rounds of a cell that cannot give what the claim needs do not make it.
+        look["invalid"] = list(invalid["comparison"])
+        what = (
+            f"{look['comparisons']} claims, {len(look['wider_than_target'])} with a half-width above half their "
+            f"tolerance" + (f" ({len(invalid)} invalid, not waited for)" if len(invalid) else "")
+        )
     else:
         runs = runs[[c for c in RUN_COLUMNS if c in runs]]
         found = looks.comparisons(runs, sm.params.ab or None, sm.params.headline)

@@ -72,6 +72,12 @@ def names_in(expression: str) -> set[str]:
     return {n.id for n in ast.walk(ast.parse(expression, mode="eval")) if isinstance(n, ast.Name)} - set(FUNCTION_NAMES)
 
 
+def has_difference(expression: str) -> bool:
+    """Whether a statistic subtracts (a - b, -a): its noise then adds rather than multiplies, so it is read on a
+    linear scale, even where its unit is a ratio."""
+    return any(isinstance(n, ast.Sub | ast.USub) for n in ast.walk(ast.parse(str(expression), mode="eval")))
+
+
 def describe_selector(selector: Mapping) -> str:
     return ", ".join(f"{k} {selector[k]}" for k in SELECTOR_KEYS if k in selector)
 

@@ -215,9 +215,10 @@ class Targets:
 
     def look_records(self, block: str, n: int) -> list[str]:
         """The records an adaptive block's look after n rounds reads, rounds 1 to n: the block's scope's; where the
-        looks read the claims, the cells those claims read and no others (what the ledger measures)."""
+        looks read the claims, every cell of each peer group a claim reads a cell of (a round's peer group is measured
+        back to back, so the experiment's own pairs are never split by the looks), and no other."""
         if self.stops_on(block) == "claims":
-            return sorted({p for c in self.block_claims(block) for p in self._claim_paths(c, n)})
+            return sorted({p for c in self.block_claims(block) for p in self._claim_paths(c, n, peers=True)})
         return self._records(OVERALL if block == plan.MAIN_BLOCK else self._entry(block), n)
 
     def look_inputs(self, block: str, n: int) -> list[str]:
@@ -247,13 +248,14 @@ class Targets:
 
     def block_products(self, block: str) -> list[str]:
         """What is made from the rounds a block stopped at: each of its scopes' runs table, summary, page and
-        manifest (reports/all among them for the main matrix)."""
+        manifest (reports/all among them for the main matrix), and the ledger's runs of those scopes and its
+        manifest (the ledger reads the rounds the block stopped at too)."""
         scopes = [OVERALL, *self.workloads] if block == plan.MAIN_BLOCK else [self._entry(block)]
         found = ["reports/all"] if block == plan.MAIN_BLOCK else []
         for scope in scopes:
             found += [table_path(scope, "runs"), SUMMARY.format(scope=scope), PAGE.format(scope=scope)]
-            found.append(MANIFEST.format(scope=scope))
-        return found
+            found += [MANIFEST.format(scope=scope), LEDGER_RUNS.format(scope=scope)]
+        return [*found, LEDGER_MANIFEST]
 
     def is_ab(self, scope: str) -> bool:
         """The A/B target's scope: two builds of one server measured in turns (config's `compare`)."""
@@ -444,10 +446,15 @@ class Targets:
             out.setdefault(scope, set()).update(self._claim_paths(claim, self.rounds(self.block_of(scope))))
         return {scope: sorted(paths) for scope, paths in out.items()}
 
-    def _claim_paths(self, claim: dict, rounds: int) -> set[str]:
-        """The records of rounds 1 to `rounds` of the cells a claim reads, each under the block that measures it."""
+    def _claim_paths(self, claim: dict, rounds: int, peers: bool = False) -> set[str]:
+        """The records of rounds 1 to `rounds` of the cells a claim reads (with peers, of every cell of their peer
+        groups: the same workload, connections, client and stop), each under the block that measures it."""
         block = self.block_of(claim["scope"])
-        return {self.plan.as_measured(Run(block, *cell, r)).path for cell in self.claim_cells(claim)
+        cells = self.claim_cells(claim)
+        if peers:
+            groups = {(w, c, client, stop) for w, _, c, client, stop in cells}
+            cells = [x for x in self.scope_cells(claim["scope"]) or [] if (x[0], *x[2:]) in groups]
+        return {self.plan.as_measured(Run(block, *cell, r)).path for cell in cells
                 for r in range(1, rounds + 1)}  # fmt: skip
 
     def measured_runs(self) -> list[tuple]:

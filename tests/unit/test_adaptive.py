@@ -310,18 +310,18 @@ def test_a_measured_calibration_is_an_input_of_the_main_reports_only(tmp_path, m
     assert "calibration" not in t.summary_inputs(experiment)
 
 
-def claims_block_config(**adaptive) -> tuple[targets.Targets, str]:
+def claims_block_config(experiment: str = "crud-endpoint", **adaptive) -> tuple[targets.Targets, str]:
     import yaml
 
     from conftest import REPO
     from nodebench import claimfile
 
     config = copy.deepcopy(shipped())
-    config["experiments"]["crud-endpoint"]["adaptive"] = {"stop_on": "claims", "looks": [3, 6], **adaptive}
+    config["experiments"][experiment]["adaptive"] = {"stop_on": "claims", "looks": [3, 6], **adaptive}
     t = targets.Targets(config)
     doc = yaml.safe_load((REPO / "claims.yaml").read_text())
     t.claims = claimfile.ledger_claims(doc["claims"], t.scope_cells, t.failure_cells)
-    return t, t.block_of("crud-endpoint")
+    return t, t.block_of(experiment)
 
 
 def test_a_block_whose_looks_read_the_claims_reads_only_the_cells_of_its_claims():
@@ -331,8 +331,7 @@ def test_a_block_whose_looks_read_the_claims_reads_only_the_cells_of_its_claims(
     assert mine and {c["scope"] for c in mine} == {"crud-endpoint"} and all(c["compare"] != "outcome" for c in mine)
     records = t.look_records(block, 3)
     assert {int(p.rsplit("/r", 1)[1][:-5]) for p in records} == {1, 2, 3}
-    claimed = {p for c in mine for p in t._claim_paths(c, 3)}
-    assert set(records) == claimed and set(records) <= set(t.scope_records("crud-endpoint"))
+    assert set(records) <= set(t.scope_records("crud-endpoint"))
     # What the look was made for: the claims (as a digest), no half-width; another claim set makes it stale.
     declared = t.adaptive_blocks()[block][1]
     assert declared["half_width_target"] is None and declared["claims_digest"] == t.claims_digest(block)
@@ -342,6 +341,21 @@ def test_a_block_whose_looks_read_the_claims_reads_only_the_cells_of_its_claims(
     t.claims = None
     with pytest.raises(ValueError, match="read the ledger's claims"):
         t.look_records(block, 3)
+
+
+def test_a_claim_blocks_look_reads_whole_peer_groups_so_its_rounds_stay_back_to_back():
+    # connection-sweep's claims read Express at 10 and 500 connections and Fastify at 500, not Fastify at 10: the
+    # look still reads Fastify at 10, which is Express's peer there, or the experiment's own Fastify / Express at 10
+    # would pair runs measured minutes apart.
+    t, block = claims_block_config("connection-sweep")
+    read = {(c[1], c[2]) for claim in t.block_claims(block) for c in t.claim_cells(claim)}
+    assert ("fastify", 10) not in read and {("express", 10), ("express", 500), ("fastify", 500)} <= read
+    cells = {(p.split("/")[4], int(p.split("/")[5][1:])) for p in t.look_records(block, 3)}
+    assert cells == {("express", 10), ("express", 500), ("fastify", 10), ("fastify", 500)}
+    # What its looks decide is made again when they are: the ledger's runs of the scope and its manifest too.
+    assert {targets.LEDGER_RUNS.format(scope="connection-sweep"), targets.LEDGER_MANIFEST} <= set(
+        t.block_products(block)
+    )
 
 
 def test_a_block_stopping_on_its_claims_needs_no_half_width_and_one_on_its_headline_does():
@@ -365,8 +379,8 @@ def test_a_claim_looks_sentence_names_the_claims_still_too_wide_at_the_cap():
     look = looks.decide(found, 20, [6, 20], None) | {"stop_on": "claims"}
     text = looks.sentence(look)
     assert "Rounds per claim" in text and "cap of 20 rounds with 1 of 2 claims still wider than that: b" in text
-    none = looks.decide(found.iloc[:0], 6, [6, 20], None, stop_if_none=True) | {"stop_on": "claims"}
-    assert none[
-        "stop"
-    ] and "No claim reads this block, so it stopped at its first look, after 6 rounds" in looks.sentence(none)
+    none = looks.decide(found.iloc[:0], 6, [6, 20], None, stop_if_none=True) | {"stop_on": "claims", "invalid": ["c"]}
+    text = looks.sentence(none)
+    assert none["stop"] and "No valid claim reads this block, so it stopped at its first look, after 6 rounds" in text
+    assert "1 invalid claim (c) was not waited for" in text
     assert not looks.decide(found.iloc[:0], 6, [6, 20], None)["stop"]

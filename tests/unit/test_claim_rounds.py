@@ -99,3 +99,36 @@ def test_a_claim_blocks_look_stops_only_when_every_claim_is_within_its_own_width
         and look["capped"]
         and look["wider_than_target"] == [{"comparison": "points", "half_width_log": None}]
     )
+
+
+def test_a_statistic_that_subtracts_is_read_as_it_is_so_its_width_does_not_depend_on_where_it_lies():
+    # (e20 - f20) / (ep - fp): a ratio of differences, whose noise adds. On a log scale its width would grow as it
+    # falls toward 0 and be infinite below it: where the data lie would decide whether the block stops.
+    holds = claim(statistic="(f - e) / e", figure=1.0, compare="equal")
+    assert C.width_target(holds) == (pytest.approx((1.1 - 1 / 1.1) / 4), "linear")
+    spread = np.array([0.03, -0.02, 0.01, -0.04, 0.02, 0.0])
+    near_zero = C.stopping_widths([holds], ratio_runs(list(1.05 + spread))).iloc[0]
+    near_one = C.stopping_widths([holds], ratio_runs(list(2.0 + spread))).iloc[0]
+    assert near_zero["half_width"] == pytest.approx(near_one["half_width"]) == pytest.approx(0.035)
+
+
+def test_an_invalid_claim_is_marked_so_its_look_does_not_wait_for_it():
+    below = ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35, 4.4], extra={("empty", "fastify"): {"elu_utilization": [0.5] * 6}})
+    found = C.stopping_widths([claim(server_bound=True), claim(id="other")], below)
+    assert list(found["invalid"]) == [True, False]
+    look = looks.decide(found[~found["invalid"]], 6, [6, 10], None)
+    assert look["stop"] and look["comparisons"] == 1
+
+
+def test_the_ledger_states_a_floor_for_intervals_whose_rounds_looks_chose():
+    table = C.ledger(
+        [claim(), claim(id="fixed", scope="other")],
+        {"overall": ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35, 4.4]), "other": ratio_runs([4.3, 4.4, 4.5, 4.2, 4.35, 4.4])},
+    )
+    floor = looks.stated_coverage([6, 10])
+    stated = C.with_stated_coverage(table, {"overall": floor})
+    row, fixed = stated.iloc[0], stated.iloc[1]
+    assert row["coverage"] == pytest.approx(floor) and "covers at least 95.38 %" in row["interval"]
+    assert np.isnan(fixed["coverage"]) and fixed["interval"] == table.iloc[1]["interval"] == "n=6: min-max, 96.88 %"
+    # The family counts 1 - the floor for the first, 1 - 96.88 % for the second.
+    assert C.family(stated)[1] == pytest.approx((1 - floor) + (1 - 0.96875))

@@ -30,6 +30,12 @@ rule compute_claims:
     localrule: True
     params:
         scopes=LEDGER_RUN_SCOPES,
+        # Each scope whose block's rounds are chosen by looks, with its looks: its intervals state a floor (looks.py).
+        looks={
+            s: T.looks(T.block_of(s))
+            for s in LEDGER_RUN_SCOPES
+            if T.looks(T.block_of(s))
+        },
         # What this configuration cannot measure, so a change of the matrix re-evaluates the ledger.
         unresolved={
             c["id"]: c["untestable"] for c in LEDGER_CLAIMS if c.get("untestable")

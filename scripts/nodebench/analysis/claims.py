@@ -684,9 +684,12 @@ LOG_UNITS = ("x", "ms", "score")
 
 def width_target(claim: Mapping) -> tuple[float, str]:
     """(the half-width at which a claim's interval is narrow enough to stop measuring its block, the scale it is read
-    on: "log" or "linear"). Set by the claim alone (its unit, tolerance and centre), never by its data. An order's
-    pairs are ratios, read on a log scale against the rule's relative tolerance. 0 where the claim has no band to
-    measure a width against (a plain number whose centre is 0): its block then measures up to the cap."""
+    on: "log" or "linear"). Set by the claim alone (its unit, tolerance, statistic and centre), never by its data.
+    A ratio, a latency or a score whose statistic does not subtract is read on a log scale (its noise multiplies);
+    any other statistic as it is, against a quarter of the tolerance rule's band around its centre (the figure, no
+    effect, or the limit), so that where its data lie does not change its width. An order's pairs are ratios, read
+    on a log scale. 0 where the claim has no band to measure a width against (a plain number whose centre is 0):
+    its block then measures up to the cap."""
     compare = claim["compare"]
     if compare == "order":
         t = claim["tolerance"] if claim.get("tolerance") is not None else claimfile.RULE_RELATIVE
@@ -695,7 +698,7 @@ def width_target(claim: Mapping) -> tuple[float, str]:
     unit = claim.get("unit", "")
     if unit in POINT_UNITS:
         return WIDTH_SHARE * t, "linear"
-    if unit in LOG_UNITS:
+    if unit in LOG_UNITS and not claimfile.has_difference(claim.get("statistic", "")):
         return WIDTH_SHARE * float(np.log1p(t)), "log"
     centre = {"equal": claim.get("figure"), "same": claim.get("null")}.get(compare, claim.get("limit"))
     if centre is None:
@@ -715,29 +718,35 @@ def half_width(lo: float, hi: float, scale: str) -> float:
 
 
 def stopping_widths(claims: list[Mapping], runs: pd.DataFrame) -> pd.DataFrame:
-    """A claim block's look: per claim that needs rounds, (comparison (its id), half_width, target, scale, n), from
-    the block's runs so far. The widest neighbouring pair stands for an order. A claim whose rounds cannot give an
-    interval yet (no runs, too few rounds fit to decide on) has an infinite half-width: never narrow enough."""
+    """A claim block's look: per claim that reads runs, (comparison (its id), half_width, target, scale, n, invalid),
+    from the block's runs so far. The widest neighbouring pair stands for an order. A claim whose rounds cannot give
+    an interval yet (no runs, fewer than two rounds) has an infinite half-width: never narrow enough. A claim that is
+    invalid (most of its rounds not what it needs: not at the ceiling it asks for, without its figure) is marked so:
+    its look does not wait for it, since more rounds of a cell that cannot reach its ceiling do not make it."""
     rows = []
     for c in filter(claimfile.reads_runs, claims):
         target, scale = width_target(c)
+        invalid = False
         try:
             if c["compare"] == "order":
                 values = score_values(c, runs) if c.get("scores") else round_values(c, runs)
                 if len(values):
                     rows_ = score_rows(c, runs) if c.get("scores") else run_rows(c, runs)
-                    values, _, invalid = _unfit(c, values, rows_)
+                    values, _, why = _unfit(c, values, rows_)
+                    invalid = why is not None
                     values = values.iloc[:0] if invalid else values
                 pairs = list(_order_pairs(list(c["order"]), values))
                 width = max((half_width(lo, hi, scale) for *_, lo, hi, _n in pairs), default=float("inf"))
                 n = min((p[-1] for p in pairs), default=0)
             else:
                 row = evaluate_claim(c, runs)
-                width, n = half_width(row["lo"], row["hi"], scale), int(row["n"])
+                width, n, invalid = half_width(row["lo"], row["hi"], scale), int(row["n"]), row["verdict"] == INVALID
         except (NoRuns, ClaimError):
             width, n = float("inf"), 0
-        rows.append({"comparison": c["id"], "half_width": width, "target": target, "scale": scale, "n": n})
-    return pd.DataFrame(rows, columns=["comparison", "half_width", "target", "scale", "n"])
+        rows.append(
+            {"comparison": c["id"], "half_width": width, "target": target, "scale": scale, "n": n, "invalid": invalid}
+        )
+    return pd.DataFrame(rows, columns=["comparison", "half_width", "target", "scale", "n", "invalid"])
 
 
 def ledger(
@@ -766,6 +775,28 @@ def family(table: pd.DataFrame) -> tuple[int, float]:
     verdicts, since a missing interval can still fall on the right side of the band). An order, decided pair by
     pair, is counted as one interval at its n: its share is a lower estimate there."""
     decided = table[table["verdict"].isin([REPRODUCED, NOT_REPRODUCED])]
-    ns = pd.to_numeric(decided.get("n", pd.Series(dtype=float)), errors="coerce").dropna().astype(int)
-    miss = sum(1 - intervals.coverage(n, intervals.rank(n)) for n in ns if n >= 2)
+    ns = pd.to_numeric(decided.get("n", pd.Series(dtype=float)), errors="coerce")
+    # A row whose rounds adaptive looks chose states its floor (stated_coverage), not its n's fixed-n coverage.
+    stated = pd.to_numeric(decided.get("coverage", pd.Series(np.nan, index=decided.index)), errors="coerce")
+    miss = sum(
+        1 - (c if np.isfinite(c) else intervals.coverage(int(n), intervals.rank(int(n))))
+        for n, c in zip(ns, stated, strict=True)
+        if np.isfinite(n) and n >= 2
+    )
     return len(decided), float(miss)
+
+
+def with_stated_coverage(table: pd.DataFrame, floors: Mapping[str, float]) -> pd.DataFrame:
+    """The ledger with the coverage each interval can state: where its scope's rounds were chosen by adaptive looks
+    (floors: scope -> looks.stated_coverage of its looks), that floor, said in its interval text, and no longer the
+    fixed-n coverage of the look it stopped at; NaN elsewhere (the fixed-n figure, from n)."""
+    table = table.copy()
+    floor = table["scope"].map(dict(floors)).astype(float)
+    n = pd.to_numeric(table["n"], errors="coerce").fillna(0)
+    adaptive = floor.notna() & (n >= 2) & (table["interval"].astype(str) != "")
+    table["coverage"] = floor.where(adaptive)
+    table.loc[adaptive, "interval"] = [
+        f"n={int(k)} rounds chosen by its block's looks: covers at least {intervals.percent(c)} %"
+        for k, c in zip(n[adaptive], floor[adaptive], strict=True)
+    ]
+    return table

@@ -142,15 +142,24 @@ def _claims_sentence(look: dict, looks: list[int], n: int, covered: str) -> str:
     """sentence() for a block whose looks read the ledger's claims."""
     plan = (
         f"Rounds per claim: looks after {', '.join(map(str, looks))} rounds, stopping once every claim of the ledger "
-        "that reads this block has an interval at most half its tolerance wide (docs/claims.md)"
+        "that reads this block has an interval whose half-width is at most half its tolerance (docs/claims.md)"
+    )
+    invalid = look.get("invalid") or []
+    aside = (
+        f" {len(invalid)} invalid claim{'s' if len(invalid) > 1 else ''} ({', '.join(invalid[:8])}"
+        f"{' and more' if len(invalid) > 8 else ''}) {'were' if len(invalid) > 1 else 'was'} not waited for."
+        if invalid
+        else ""
     )
     if look["comparisons"] == 0:
-        return f"{plan}. No claim reads this block, so it stopped at its first look, after {n} rounds."
+        return f"{plan}. No valid claim reads this block, so it stopped at its first look, after {n} rounds.{aside}"
     if look["capped"]:
         names = [w["comparison"] for w in look["wider_than_target"]]
         shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
         return (
             f"{plan}. It reached the cap of {n} rounds with {len(names)} of {look['comparisons']} claims still wider "
-            f"than that: {shown}. {covered}."
+            f"than that: {shown}. {covered}.{aside}"
         )
-    return f"{plan}. It stopped after {n} rounds, every one of {look['comparisons']} claims within it. {covered}."
+    return (
+        f"{plan}. It stopped after {n} rounds, every one of {look['comparisons']} claims within it. {covered}.{aside}"
+    )

@@ -439,11 +439,15 @@ class Targets:
 
     def claim_records(self, claims: list[dict]) -> dict[str, list[str]]:
         """Per scope, the records of every round of the cells the measured claims read (outcome claims read
-        failures instead), each under the block that measures it: what the ledger measures, and no more."""
+        failures instead; where the block's looks read the claims, their whole peer groups), each under the block
+        that measures it: what the ledger measures, and no more."""
         out: dict[str, set[str]] = {}
         for claim in filter(claimfile.reads_runs, claims):
             scope = claim["scope"]
-            out.setdefault(scope, set()).update(self._claim_paths(claim, self.rounds(self.block_of(scope))))
+            block = self.block_of(scope)
+            # A block whose looks read the claims measures their whole peer groups (look_records): planned so.
+            peers = self.stops_on(block) == "claims"
+            out.setdefault(scope, set()).update(self._claim_paths(claim, self.rounds(block), peers=peers))
         return {scope: sorted(paths) for scope, paths in out.items()}
 
     def _claim_paths(self, claim: dict, rounds: int, peers: bool = False) -> set[str]:

@@ -145,45 +145,61 @@ def test_ctrl_c_stops_everything_and_only_that_cell_reruns(project: Path):
     # As if the run had been interrupted before this cell and everything downstream of it.
     log = project / "data/logs/measure/main/point-lookup/fastify/c10/wrk-1s/r1.log"
     downstream = ("data/overall/runs.parquet", "reports/overall/summary.md", "reports/all")
-    for path in [rec, log, *(project / p for p in downstream)]:
-        path.unlink()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "snakemake", "--cores", "1", "reports/all"],
-        cwd=project,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
 
-    def logged(line: str) -> None:
+    def logged(line: str) -> str:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if log.exists() and line in log.read_text():
-                return
+            text = log.read_text() if log.exists() else ""
+            if line in text:
+                return text
             time.sleep(0.02)
         pytest.fail(f"the measurement job never logged {line!r}")
 
+    # The window is 1 s: on a busy machine the interrupt can land after it has closed, and the job then rightly
+    # writes its record. Such a try says nothing about an interrupted window: made again, up to three times.
+    late = []
     try:
-        # The job's processes, looked at during its warm-up (its server verified, the load on): looking takes a
-        # second or more on a busy machine, longer than the 1 s window, so it is done before the window opens.
-        logged("verified on port")
-        assert {p.name() for p in pipeline_processes(str(project))} == {"node"}
-        assert pipeline_processes("/nodebench-"), "the job's PostgreSQL is not running"
-        # Interrupt inside the measured window: the job logs the end of the warm-up just before it opens.
-        logged("warm-up done")
-        # What a terminal does on Ctrl-C: SIGINT to the whole foreground process group.
-        os.killpg(proc.pid, signal.SIGINT)
-        proc.wait(timeout=30)
-        deadline = time.monotonic() + 5
-        while leftovers(project) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not leftovers(project)
-        assert not rec.exists()
-        res = snakemake(project, "--dry-run", "reports/all")
-        assert planned_cells(res.stdout) == {("point-lookup", "fastify")}
+        for _ in range(3):
+            for path in [rec, log, *(project / p for p in downstream)]:
+                path.unlink(missing_ok=True)
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "snakemake", "--cores", "1", "reports/all"],
+                cwd=project,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+            try:
+                # The job's processes, looked at during its warm-up (its server verified, the load on): looking takes
+                # a second or more on a busy machine, longer than the 1 s window, so it is done before it opens.
+                logged("verified on port")
+                assert {p.name() for p in pipeline_processes(str(project))} == {"node"}
+                assert pipeline_processes("/nodebench-"), "the job's PostgreSQL is not running"
+                # Interrupt inside the measured window: the job logs the end of the warm-up just before it opens.
+                logged("warm-up done")
+                # Read just before the signal: a window already closed makes this try late.
+                closed = "window closed" in log.read_text()
+                # What a terminal does on Ctrl-C: SIGINT to the whole foreground process group.
+                os.killpg(proc.pid, signal.SIGINT)
+                proc.wait(timeout=30)
+            finally:
+                if proc.poll() is None:
+                    proc.kill()
+            deadline = time.monotonic() + 5
+            while leftovers(project) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not leftovers(project)
+            if closed:
+                late.append(log.read_text())
+                shutil.rmtree(project / ".snakemake" / "incomplete", ignore_errors=True)
+                continue
+            assert not rec.exists(), log.read_text()
+            res = snakemake(project, "--dry-run", "reports/all")
+            assert planned_cells(res.stdout) == {("point-lookup", "fastify")}
+            break
+        else:
+            pytest.fail(f"three interrupts in a row landed after the 1 s window had closed: {late[-1][-2000:]}")
     finally:
-        if proc.poll() is None:
-            proc.kill()
         if not rec.exists():
             rec.parent.mkdir(parents=True, exist_ok=True)
             rec.write_bytes(saved)

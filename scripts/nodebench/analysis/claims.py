@@ -796,7 +796,6 @@ def with_stated_coverage(table: pd.DataFrame, floors: Mapping[str, float]) -> pd
     adaptive = floor.notna() & (n >= 2) & (table["interval"].astype(str) != "")
     table["coverage"] = floor.where(adaptive)
     table.loc[adaptive, "interval"] = [
-        f"n={int(k)} rounds chosen by its block's looks: covers at least {intervals.percent(c)} %"
-        for k, c in zip(n[adaptive], floor[adaptive], strict=True)
+        intervals.describe(int(k), at_least=c) for k, c in zip(n[adaptive], floor[adaptive], strict=True)
     ]
     return table

@@ -74,13 +74,17 @@ def percent(coverage_: float) -> str:
 
 
 @functools.lru_cache(maxsize=None, typed=True)  # a table of a million cells names a handful of n
-def describe(n: int) -> str:
-    """What an interval over n values is, in words: 'n=5: min-max, 93.75 %', 'n=10: 2nd-9th of 10, 97.85 %'."""
+def describe(n: int, at_least: float | None = None) -> str:
+    """What an interval over n values is, in words: 'n=5: min-max, 93.75 %', 'n=10: 2nd-9th of 10, 97.85 %'. With
+    at_least (where adaptive looks chose n: looks.stated_coverage), that floor instead of n's fixed-n coverage:
+    'n=10: 2nd-9th of 10, at least 95.38 % (rounds chosen by looks)'."""
     if n < 2:
         return f"n={n}: no interval"
     ranks, coverages = _tables()
     k = int(ranks[min(n, MAX_N)])
     cover = f"{percent(coverages[min(n, MAX_N)])} %"
+    if at_least is not None:
+        cover = f"at least {percent(at_least)} % (rounds chosen by looks)"
     if k == 1:
         return f"n={n}: min-max, {cover}"
     return f"n={n}: {_ordinal(k)}-{_ordinal(n + 1 - k)} of {n}, {cover}"

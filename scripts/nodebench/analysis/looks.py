@@ -128,14 +128,16 @@ def sentence(look: dict) -> str:
     if look["comparisons"] == 0:
         return f"{plan}. No comparison had an interval, so nothing could stop it before the cap of {n} rounds."
     if look["capped"]:
-        names = [w["comparison"] for w in look["wider_than_target"]]
-        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        return (
-            f"{plan}. It reached the cap of {n} rounds with {len(names)} of {look['comparisons']} comparisons still "
-            f"wider than that{widest}: {shown}. {covered}."
-        )
+        return f"{plan}. It reached the cap of {n} rounds with {_still_wide(look, 'comparisons')}{widest}. {covered}."
     within = f"every one of {look['comparisons']} comparisons within it{widest}"
     return f"{plan}. It stopped after {n} rounds, {within}. {covered}."
+
+
+def _still_wide(look: dict, what: str) -> str:
+    """'3 of 12 <what> still wider than that: a, b, c' for a look at its cap (the first 8 named)."""
+    names = [w["comparison"] for w in look["wider_than_target"]]
+    shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+    return f"{len(names)} of {look['comparisons']} {what} still wider than that: {shown}"
 
 
 def _claims_sentence(look: dict, looks: list[int], n: int, covered: str) -> str:
@@ -154,12 +156,7 @@ def _claims_sentence(look: dict, looks: list[int], n: int, covered: str) -> str:
     if look["comparisons"] == 0:
         return f"{plan}. No valid claim reads this block, so it stopped at its first look, after {n} rounds.{aside}"
     if look["capped"]:
-        names = [w["comparison"] for w in look["wider_than_target"]]
-        shown = ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        return (
-            f"{plan}. It reached the cap of {n} rounds with {len(names)} of {look['comparisons']} claims still wider "
-            f"than that: {shown}. {covered}.{aside}"
-        )
+        return f"{plan}. It reached the cap of {n} rounds with {_still_wide(look, 'claims')}. {covered}.{aside}"
     return (
         f"{plan}. It stopped after {n} rounds, every one of {look['comparisons']} claims within it. {covered}.{aside}"
     )

@@ -393,7 +393,15 @@ def test_cost_curve_measures_every_server_at_one_rate_beside_its_capacity(projec
     assert sorted(zip(runs["server"], runs["client"], runs["stop"], strict=True)) == [
         ("express", "openloop", "1s-r300"), ("express", "wrk", "1s"), ("express", "wrk", "1s-end"),
         ("fastify", "openloop", "1s-r300"), ("fastify", "wrk", "1s"), ("fastify", "wrk", "1s-end"),
+        ("fixed-delay", "openloop", "1s-r300"), ("fixed-delay", "openloop", "1s-r300"),
     ]  # fmt: skip
+    # The instrument's calibration: the same rate, no capacity of its own (none measured, none recorded); on
+    # point-lookup it made the query of every request it answered (the harness checks the count).
+    for calibration in runs[runs["server"] == "fixed-delay"].itertuples():
+        assert calibration.load_rate == 300 and calibration.openloop_target_rate == 300
+        assert pd.isna(calibration.capacity_req_per_s)
+    (lookup,) = runs[(runs["server"] == "fixed-delay") & (runs["workload"] == "point-lookup")].itertuples()
+    assert lookup.db_queries >= lookup.requests > 0
     # Each server's capacity before its sweep, the sweep, then its capacity again, in that order.
     for name in ("express", "fastify"):
         order = runs[runs["server"] == name].sort_values("started_at")["stop"].tolist()
@@ -416,6 +424,10 @@ def test_cost_curve_measures_every_server_at_one_rate_beside_its_capacity(projec
     assert "## Cost per request against load" in text
     assert "- **empty**, fastify / express:" in text and "at 300 req/s" in text and "at saturation" in text
     assert "## Capacity before and after each sweep" in text and "of 2 sweeps flagged" in text
+    # Its latency beside the servers', in its own section; never in the cost table (its cost is its spin's).
+    assert "## The instrument in every round" in text and "| empty | 300 |" in text and "| point-lookup | 300 |" in text
+    cost = text.split("## Cost per request against load")[1].split("## The instrument in every round")[0]
+    assert "| empty | fixed-delay |" not in cost and "| empty | fastify | 300 req/s |" in cost
     manifest = (project / "reports/tiny-curve/all").read_text().split()
     assert "reports/tiny-curve/charts/cost-load.svg" in manifest
     assert all((project / m).exists() for m in manifest)
@@ -424,7 +436,9 @@ def test_cost_curve_measures_every_server_at_one_rate_beside_its_capacity(projec
 def test_every_server_has_a_handler_for_every_catalogue_workload(project: Path, tmp_path: Path):
     # No database behind the servers: a workload's route that exists answers (its status, or 500 for the
     # missing database); a 404 means the server has no handler for it, unless 404 is the workload's answer.
-    servers = sorted(p.stem for p in (REPO / "servers").glob("*.js") if p.stem not in ("contract", "eslint.config"))
+    # fixed-delay is the instrument's calibration: it answers empty and point-lookup only (configcheck holds it there).
+    not_servers = ("contract", "eslint.config", "fixed-delay")
+    servers = sorted(p.stem for p in (REPO / "servers").glob("*.js") if p.stem not in not_servers)
     missing = []
     for name in servers:
         port = procs.free_port()

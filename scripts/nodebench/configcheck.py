@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from nodebench import plan, runs
+from nodebench.catalogue.calibration import CALIBRATION_SERVER, CALIBRATION_WORKLOADS, DELAY_MS, is_calibration
 from nodebench.catalogue.clients import CLIENTS
 from nodebench.catalogue.clients import problems as client_problems
 from nodebench.catalogue.workloads import WORKLOADS
@@ -222,8 +223,37 @@ def _twin_clash(control: str | None, where: str, available: list[str]) -> Iterat
         )
 
 
+def _calibration(servers: list[str], where: str, matrix: dict | None = None) -> Iterator[str]:
+    """The instrument's calibration (fixed-delay) is not a server to compare: only an open-loop experiment matrix
+    at fixed rates measures it, on the workloads it answers."""
+    if not any(is_calibration(s) for s in servers):
+        return
+    why = f"{CALIBRATION_SERVER} is the instrument's calibration (a server that answers after exactly {DELAY_MS:g} ms)"
+    if matrix is None:
+        yield f"config {where} names {CALIBRATION_SERVER}: {why}, measured only in an open-loop experiment matrix"
+        return
+    closed = [c for c in matrix["clients"] if not (c in CLIENTS and CLIENTS[c].open_loop)]
+    if closed:
+        yield f"config {where} names {CALIBRATION_SERVER} with {', '.join(closed)}: {why}, measured by openloop only"
+    if not matrix.get("rates_per_s"):
+        yield (
+            f"config {where} names {CALIBRATION_SERVER} without rates_per_s: {why}, measured at fixed rates (it has no "
+            "capacity of its own to take loads_pct of)"
+        )
+    other = [w for w in matrix["workloads"] if w not in CALIBRATION_WORKLOADS]
+    if other:
+        yield (
+            f"config {where} names {CALIBRATION_SERVER} with {', '.join(other)}: {why}, which answers "
+            f"{' and '.join(CALIBRATION_WORKLOADS)} only"
+        )
+    if matrix.get("control") and is_calibration(matrix["control"]):
+        yield f"config {where}.control is {CALIBRATION_SERVER}: {why}, not an A/A control"
+
+
 def _main(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
     yield from _servers(config["servers"], "servers", available)
+    yield from _calibration(config["servers"], "key 'servers'")
+    yield from _calibration([config.get("control") or ""], "key 'control'")
     named = config.get("control")
     if named and named not in available:
         yield (
@@ -250,6 +280,7 @@ def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Itera
             for i, matrix in enumerate(experiment.get(key) or []):
                 where = f"experiments.{name}.{key}[{i}]"
                 yield from _servers(matrix["servers"], f"{where}.servers", available)
+                yield from _calibration(matrix["servers"], where, matrix if key == "matrices" else None)
                 yield from _workloads(matrix["workloads"], f"{where}.workloads")
                 yield from _frameworks(matrix["servers"], matrix["workloads"], where, servers_dir, available)
                 named = matrix.get("control")
@@ -272,9 +303,9 @@ def _experiments(config: dict, servers_dir: Path, available: list[str]) -> Itera
                         f"config {where} uses {open_loop[0]}, which needs loads_pct (its rates, % of capacity) or "
                         "rates_per_s (its rates, req/s)"
                     )
-                for key in ("loads_pct", "rates_per_s"):
-                    if matrix.get(key) and not open_loop:
-                        yield f"config {where} has {key}, which only an open-loop client (openloop) uses"
+                for rates in ("loads_pct", "rates_per_s"):
+                    if matrix.get(rates) and not open_loop:
+                        yield f"config {where} has {rates}, which only an open-loop client (openloop) uses"
                 if open_loop and key == "failures":
                     yield f"config {where}: an open-loop client cannot run a cell expected to fail"
 
@@ -289,6 +320,7 @@ def _ab(config: dict, servers_dir: Path, available: list[str]) -> Iterator[str]:
     for side in ("a", "b"):
         server, node = runs.runtime(ab[side])
         yield from _servers([server], f"{plan.AB}.{side}", available)
+        yield from _calibration([server], f"key '{plan.AB}.{side}'")
         if node != runs.SYSTEM_NODE and not 20 <= int(node) <= 99:
             yield f"config key '{plan.AB}.{side}' is {ab[side]!r}: Node.js majors are 20 to 99"
     a, b = (runs.runtime(ab[side]) for side in ("a", "b"))

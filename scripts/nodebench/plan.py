@@ -25,6 +25,7 @@ another Node.js, and the control's twin, are named is runs.py's, as is where a r
 
 import random
 
+from nodebench.catalogue.calibration import is_calibration
 from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
 from nodebench.catalogue.workloads import WORKLOADS
 from nodebench.runs import SYSTEM_NODE, Run, is_twin, on_node, runtime, twin, twin_of
@@ -214,13 +215,18 @@ def experiment_cells(config: dict, name: str) -> list[tuple]:
                             # An open loop's capacity cell first, then one cell per share of it and one per
                             # rate common to every server (the cost curve's ladder), then the capacity again:
                             # the sweep's two capacities say whether its ceiling held while it was measured.
-                            seen[capacity_cell((workload, server, connections, client, stop))] = None
+                            # The instrument's calibration has no capacity of its own: its fixed rates alone.
+                            calibration = is_calibration(server)
+                            if not calibration:
+                                seen[capacity_cell((workload, server, connections, client, stop))] = None
                             rule = Stop.parse(stop)
-                            rates = [Stop(rule.rule, rule.value, load_pct=p) for p in m.get("loads_pct") or []]
+                            shares = [] if calibration else m.get("loads_pct") or []
+                            rates = [Stop(rule.rule, rule.value, load_pct=p) for p in shares]
                             rates += [Stop(rule.rule, rule.value, rate=r) for r in m.get("rates_per_s") or []]
                             for rated in rates:
                                 seen[(workload, server, connections, client, rated.label)] = None
-                            seen[capacity_end_cell((workload, server, connections, client, stop))] = None
+                            if not calibration:
+                                seen[capacity_end_cell((workload, server, connections, client, stop))] = None
     return list(seen)
 
 

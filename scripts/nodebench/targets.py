@@ -16,6 +16,7 @@ import time
 
 from nodebench import claimfile, codegraph, plan
 from nodebench.catalogue.baselines import BASELINES
+from nodebench.catalogue.calibration import is_calibration
 from nodebench.catalogue.clients import CLIENTS, OPEN_LOOP, Stop
 from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN
 from nodebench.catalogue.workloads import FRAMEWORK_ONLY, SCORE_BASELINE, WORKLOADS
@@ -334,7 +335,7 @@ class Targets:
         target's block, also the other build's server files (partner_files): a change to either build re-measures
         both, so that every round's A and B are still measured side by side."""
         inputs = self.cell_inputs(run.workload, run.server, run.client)
-        if CLIENTS[run.client].open_loop:
+        if CLIENTS[run.client].open_loop and not is_calibration(run.server):
             # Its rate is a share of the req/s its closed-loop cell measured in the same round (that run's record), or a
             # fixed rate measured beside that capacity (its record gives the curve's top).
             cell = plan.capacity_cell(run.cell)
@@ -511,7 +512,10 @@ class Targets:
                 durations=max((len(m.get("durations_s", [])) for m in matrices), default=0),
                 clients=len({c for m in matrices for c in m["clients"] if c in CLIENTS and not CLIENTS[c].open_loop}),
                 open_loop=self.open_loop(scope),
-                cost_curve=any(m.get("rates_per_s") for m in matrices),
+                # The instrument's calibration alone at fixed rates is no cost curve (it is kept out of one).
+                cost_curve=any(
+                    m.get("rates_per_s") and not all(is_calibration(s) for s in m["servers"]) for m in matrices
+                ),
             )
         workloads = self.workloads if scope == OVERALL else [scope]
         return ScopeFacts(

@@ -111,6 +111,12 @@ def test_a_wrong_experiment_is_named_with_its_place(m, phrase):
 def test_cells_expected_to_fail_are_checked_as_matrices_are():
     found = configcheck.problems(with_experiment(shipped(), matrix(servers=["nope"]), key="failures"), SERVERS)
     assert any("experiments.bad.failures[0].servers' names 'nope'" in p for p in found), found
+    # An open loop cannot run one: said for the second matrix too (the check once read a variable the loop over
+    # loads_pct and rates_per_s had overwritten, and never fired).
+    config = with_experiment(shipped(), matrix(), key="failures")
+    config["experiments"]["bad"]["failures"].append(matrix(clients=["openloop"], rates_per_s=[1000]))
+    found = configcheck.problems(config, SERVERS)
+    assert any("failures[1]: an open-loop client cannot run a cell expected to fail" in p for p in found), found
 
 
 def test_an_experiments_twin_name_taken_by_a_server_file_is_refused(tmp_path):

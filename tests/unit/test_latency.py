@@ -219,7 +219,7 @@ def test_rounds_not_sustained_count_as_above_any_latency_and_cross_the_limit():
     from nodebench.render.latency_report import latency_blocks
 
     text = to_markdown(latency_blocks(table, r))
-    assert "not sustained" in text and "Of 6 rounds: 2 not sustained (33%), 0 refused (0%)" in text
+    assert "not sustained" in text and "Of the servers' 6 rounds: 2 not sustained (33%), 0 refused (0%)" in text
     assert "| empty | express | 50 | 75 % [75 %, above 75 %] |" in text
 
 

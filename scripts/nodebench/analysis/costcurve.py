@@ -1,6 +1,7 @@
 """Cost per request against load: each server at fixed rates common to every server (the open loop's rates_per_s,
 stop label -r<rate>) and at its own ceiling (the closed loop's capacity cell beside them), with the paired ratios
-at each.
+at each. The instrument's calibration (catalogue/calibration.py), measured at the same rates, is left out: its cost
+is its spin's; the report shows its latency beside the servers'.
 
 "X costs N times Y per request" depends on the load it is read at: a saturated event loop serves many requests per
 turn and spreads its fixed costs over them, so a cheap server's cost per request falls towards its ceiling more
@@ -13,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from nodebench.catalogue.baselines import BASELINES
+from nodebench.catalogue.calibration import is_calibration
 from nodebench.catalogue.clients import CAPACITY_CLIENT, CLIENTS, Stop
 from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 
@@ -64,6 +66,8 @@ def cost_curve(metrics: pd.DataFrame) -> pd.DataFrame:
         client=metrics["client"].astype(str),
         stop=metrics["stop"].astype(str),
     )
+    # The instrument's calibration (fixed-delay) spins its delay: its cost per request is not a server's.
+    m = m[~m["server"].map(is_calibration)]
     open_loop = m["client"].map(lambda c: c in CLIENTS and CLIENTS[c].open_loop)
     rates = m["stop"].map(_rate)
     fixed = m[open_loop & rates.notna()].assign(rate=rates[open_loop & rates.notna()].astype(float))

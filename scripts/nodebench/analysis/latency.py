@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from nodebench.analysis import intervals
+from nodebench.catalogue.calibration import DELAY_MS, P50_WITHIN_MS, P99_WITHIN_MS, is_calibration
 
 #: The p99 a user notices, milliseconds: the report says at what load each server's p99 crosses it.
 P99_LIMIT_MS = 10.0
@@ -56,6 +57,19 @@ def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
     ol = open_loop_runs(runs)
     if ol.empty:
         return pd.DataFrame(columns=LATENCY_COLUMNS)
+    out, groups = _percentiles(ol, LATENCY_KEY)
+    for column, source in (("capacity_req_per_s", "capacity_req_per_s"), ("target_rate", "openloop_target_rate"),
+                           ("delivered_rate", "delivered_rate"), ("delivered_share", "delivered_share"),
+                           ("lag_p99_ms", "openloop_lag_p99_ms")):  # fmt: skip
+        out[column] = [float(g[source].median()) for _, g in groups]
+    out["capacity_gap_s_max"] = [float(g["capacity_gap_s"].max()) for _, g in groups]
+    return out[LATENCY_COLUMNS]
+
+
+def _percentiles(ol: pd.DataFrame, key: list[str]) -> tuple[pd.DataFrame, list]:
+    """Per group of open-loop runs (key): rounds, refused and not sustained (counts and reasons), and each
+    percentile's median over the rounds not refused, a round not sustained counted as above any value; with the
+    groups themselves (their runs, with delivered_rate and delivered_share)."""
     censored = ol["openloop_not_sustained"] if "openloop_not_sustained" in ol else pd.Series(None, index=ol.index)
     ol = ol.assign(
         _refused=ol["openloop_refused"].notna(),
@@ -67,9 +81,9 @@ def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
     # A round not sustained is above any latency: infinite in the medians, so it is counted, not dropped.
     for column in PERCENTILES.values():
         ol[column] = ol[column].astype(float).where(~ol["_censored"], np.inf)
-    groups = list(ol.groupby(LATENCY_KEY, observed=True, sort=True))
+    groups = list(ol.groupby(key, observed=True, sort=True))
     kept = [(k, g[~g["_refused"]]) for k, g in groups]
-    out = pd.DataFrame([k for k, _ in groups], columns=LATENCY_KEY)
+    out = pd.DataFrame([k for k, _ in groups], columns=key)
     out["rounds"] = [len(g) for _, g in groups]
     out["refused"] = [int(g["_refused"].sum()) for _, g in groups]
     out["refused_reason"] = [
@@ -79,17 +93,68 @@ def latency_table(runs: pd.DataFrame) -> pd.DataFrame:
     out["not_sustained_reason"] = [
         "; ".join(sorted(set(g.loc[g["_censored"], "_why_censored"].astype(str))))[:300] or None for _, g in groups
     ]
-    for column, source in (("capacity_req_per_s", "capacity_req_per_s"), ("target_rate", "openloop_target_rate"),
-                           ("delivered_rate", "delivered_rate"), ("delivered_share", "delivered_share"),
-                           ("lag_p99_ms", "openloop_lag_p99_ms")):  # fmt: skip
-        out[column] = [float(g[source].median()) for _, g in groups]
-    out["capacity_gap_s_max"] = [float(g["capacity_gap_s"].max()) for _, g in groups]
     n = None
     for name, column in PERCENTILES.items():
         median, lo, hi, n = _median_ci(kept, column)
         out[f"{name}_ms"], out[f"{name}_ms_lo"], out[f"{name}_ms_hi"] = median, lo, hi
     out["interval"] = [intervals.describe(int(k)) for k in n]
-    return out[LATENCY_COLUMNS]
+    return out, groups
+
+
+#: The instrument's table's key: the calibration server's cells (catalogue/calibration.py) at each fixed rate.
+INSTRUMENT_KEY = ["workload", "connections", "rate"]
+INSTRUMENT_COLUMNS = [
+    *INSTRUMENT_KEY, "rounds", "refused", "refused_reason", "not_sustained", "not_sustained_reason",
+    "delivered_share", "lag_p99_ms", *(f"{p}{s}" for p in PERCENTILES for s in ("_ms", "_ms_lo", "_ms_hi")),
+    "interval", "error_p99_ms", "off_rounds", "off_detail",
+]  # fmt: skip
+
+
+def instrument_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """The instrument's own latency: one row per (workload, connections, rate) of the calibration server
+    (servers/fixed-delay.js, whose every answer leaves DELAY_MS after its request arrived), with the same figures
+    as the latency table, and:
+
+    error_p99_ms: its p99's upper bound less the delay, what the instrument alone may add to a p99 at that rate
+    (a difference of two servers' p99s smaller than it is not one the instrument can tell);
+    off_rounds: the rounds measured (not refused) whose p50 is more than P50_WITHIN_MS, or whose p99 more than
+    P99_WITHIN_MS, from the delay, or that did not sustain the rate; off_detail names them. A refused round is
+    counted as refused, not as off: the client could not measure it."""
+    if runs.empty or "load_rate" not in runs:
+        return pd.DataFrame(columns=INSTRUMENT_COLUMNS)
+    mine = runs[runs["server"].astype(str).map(is_calibration) & runs["load_rate"].notna()].copy()
+    if mine.empty:
+        return pd.DataFrame(columns=INSTRUMENT_COLUMNS)
+    mine["workload"] = mine["workload"].astype(str)
+    mine["rate"] = mine["load_rate"].astype(int)
+    out, groups = _percentiles(mine, INSTRUMENT_KEY)
+    out["delivered_share"] = [float(g["delivered_share"].median()) for _, g in groups]
+    out["lag_p99_ms"] = [float(g["openloop_lag_p99_ms"].median()) for _, g in groups]
+    out["error_p99_ms"] = out["p99_ms_hi"] - DELAY_MS
+    offs = [_off_rounds(g) for _, g in groups]
+    out["off_rounds"] = [len(o) for o in offs]
+    out["off_detail"] = ["; ".join(o) or None for o in offs]
+    return out[INSTRUMENT_COLUMNS].sort_values(INSTRUMENT_KEY).reset_index(drop=True)
+
+
+def _off_rounds(g: pd.DataFrame) -> list[str]:
+    """The rounds of one calibration cell outside the calibration's bounds, each as 'round 3: p50 1.31 ms'."""
+    out = []
+    for _, r in g[~g["_refused"]].sort_values("round").iterrows():
+        if r["_censored"]:
+            out.append(f"round {int(r['round'])}: not sustained")
+            continue
+        said = [
+            f"{name} {float(r[column]):.2f} ms"
+            for name, column, within in (
+                ("p50", "latency_p50_ms", P50_WITHIN_MS),
+                ("p99", "latency_p99_ms", P99_WITHIN_MS),
+            )
+            if not abs(float(r[column]) - DELAY_MS) <= within
+        ]
+        if said:
+            out.append(f"round {int(r['round'])}: {', '.join(said)}")
+    return out
 
 
 #: The crossing table's columns: per (workload, server, connections), where p99 crosses the limit, in % of capacity

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from nodebench.catalogue.calibration import CALIBRATION_SERVER, is_calibration
 from nodebench.catalogue.clients import Stop
 from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 from nodebench.catalogue.workloads import WORKLOADS
@@ -146,7 +147,7 @@ def capacity_record(paths: Paths) -> dict:
 
 def open_loop_facts(cell: Cell, paths: Paths, started_at: datetime) -> dict:
     """An open-loop run's capacity, and how long before this run it was measured (empty for a closed loop)."""
-    if not cell.stop.open:
+    if not cell.stop.open or is_calibration(cell.server):  # the instrument's calibration has no capacity
         return {}
     capacity = capacity_record(paths)
     began = datetime.fromisoformat(capacity["started_at"])
@@ -206,6 +207,16 @@ def open_loop_rate(cell: Cell, capacity: dict) -> float:
     return capacity["req_per_s"] * cell.stop.load_pct / 100.0
 
 
+def calibration_rate(cell: Cell) -> float:
+    """The instrument's calibration's rate: its fixed rate only (it has no capacity to take a share of)."""
+    if cell.stop.rate is None:
+        raise RunError(
+            f"{cell.label()}: {CALIBRATION_SERVER} is the instrument's calibration and runs at fixed rates only "
+            "(rates_per_s), not at a share of a capacity it does not have"
+        )
+    return float(cell.stop.rate)
+
+
 def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[int]], stack: ExitStack, log):
     """Start the database, the server and the load generator, and wait until all are ready.
 
@@ -257,7 +268,9 @@ def start(cell: Cell, opts: Options, paths: Paths, cpus: tuple[list[int], list[i
     if cluster is not None:
         cluster.prepare()
     workload = WORKLOADS[cell.workload]
-    rate = open_loop_rate(cell, capacity_record(paths)) if cell.stop.open else None
+    rate = None
+    if cell.stop.open:
+        rate = calibration_rate(cell) if is_calibration(cell.server) else open_loop_rate(cell, capacity_record(paths))
     target = loadgen.Target(
         "127.0.0.1", port, workload.path, cell.connections, client_cpus, scratch, workload.method, workload.body_bytes()
     )

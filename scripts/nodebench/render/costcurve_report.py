@@ -55,11 +55,40 @@ def ratio_line(rows: pd.DataFrame, baseline: str, headline: str = figures.DEFAUL
     return head + "; ".join(parts) + method + "."
 
 
-def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
-    """Per workload: each server's cost per request at each fixed rate and at saturation, and its ratios."""
+def instrument_p99(curve: pd.DataFrame, instrument: pd.DataFrame | None) -> tuple[list[str], list[str]]:
+    """Per cost-curve row: the instrument's p99 at its rate ('-' at saturation or where not calibrated), and the
+    row's p99 less Express's at the same load, said to be within the instrument where it is no larger than the
+    instrument's p99 error at that rate (its p99's upper bound less the delay): not a difference it can tell."""
+    cal = {}
+    if instrument is not None:
+        cal = {(r.workload, int(r.connections), int(r.rate)): r for r in instrument.itertuples()}
+    express = {
+        (r.workload, int(r.connections), r.load): r.latency_p99_ms for r in curve.itertuples() if r.server == "express"
+    }
+    said, diffs = [], []
+    for r in curve.itertuples():
+        c = None if pd.isna(r.rate) else cal.get((r.workload, int(r.connections), int(r.rate)))
+        said.append("-" if c is None else _ci(c.p99_ms, c.p99_ms_lo, c.p99_ms_hi, ".2f"))
+        base = express.get((r.workload, int(r.connections), r.load))
+        # At saturation the two are not at the same load (each at its own ceiling): no difference is read there.
+        if r.server == "express" or pd.isna(r.rate) or base is None or pd.isna(base) or pd.isna(r.latency_p99_ms):
+            diffs.append("-")
+            continue
+        diff = float(r.latency_p99_ms) - float(base)
+        text = f"{diff:+.2f}"
+        if c is not None and not pd.isna(c.error_p99_ms) and abs(diff) <= c.error_p99_ms:
+            text += f" (within the instrument's {c.error_p99_ms:.2f})"
+        diffs.append(text)
+    return said, diffs
+
+
+def costcurve_blocks(metrics: pd.DataFrame, instrument: pd.DataFrame | None = None) -> list[Block]:
+    """Per workload: each server's cost per request at each fixed rate and at saturation, and its ratios; with the
+    instrument's p99 at each rate where it was calibrated (analysis/latency.instrument_table)."""
     curve = cost_curve(metrics)
     if curve.empty:
         return []
+    cal_p99, p99_vs = instrument_p99(curve, instrument)
     headline = figures.headline_of(metrics)  # what the cost ratios (cost_vs_*) read
     short = figures.HEADLINES[headline][0]
     lines = []
@@ -74,8 +103,8 @@ def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
          _num(r.elu_utilization, ".2f"), _ci(r.us_per_req_elu, r.us_per_req_elu_lo, r.us_per_req_elu_hi, ".1f"),
          _ci(r.us_per_req_oncpu, r.us_per_req_oncpu_lo, r.us_per_req_oncpu_hi, ".1f"), _ratio(r, "cost_vs_express"),
          _ratio(r, "cost_oncpu_vs_express"), _ratio(r, "cost_vs_node_http"), _num(r.latency_p99_ms, ".2f"),
-         str(int(r.rounds)), str(r.interval)]
-        for r in curve.itertuples()
+         p99_vs[i], cal_p99[i], str(int(r.rounds)), str(r.interval)]
+        for i, r in enumerate(curve.itertuples())
     ]  # fmt: skip
     unsustained = curve[~curve["sustained"]]
     blocks: list[Block] = [
@@ -90,7 +119,11 @@ def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
             "request rate, read the ratio at the nearest fixed rate; asking how many requests one core can serve, "
             "read saturation, and only where both servers' ELUs were within "
             f"{SAME_LOAD_ELU:.2f} of each other. Ratios are this server's cost over the baseline's, paired round "
-            "by round at the same load (below 1: cheaper), median over rounds [interval], with the four outcomes."
+            "by round at the same load (below 1: cheaper), median over rounds [interval], with the four outcomes. "
+            "*p99*: the open loop's, from each request's scheduled time (wrk's at saturation); *p99 - express's*: "
+            "its difference from Express's at the same fixed rate, ms, *within the instrument* where no larger "
+            "than what the instrument alone may add at that rate; *instrument's p99*: the calibration server's (a "
+            "fixed delay, *The instrument in every round*) at that rate, where the block measured it."
         ),
         Items(lines),
         Table(
@@ -107,11 +140,13 @@ def costcurve_blocks(metrics: pd.DataFrame) -> list[Block]:
                 "vs express (on-CPU)",
                 f"vs node:http ({short})",
                 "p99 (ms)",
+                "p99 - express's",
+                "instrument's p99",
                 "rounds",
                 "interval",
             ],
             table,
-            "lllrrrrrrrrrrl",
+            "lllrrrrrrrrrrrrl",
         ),  # fmt: skip
     ]
     if len(unsustained):

@@ -25,12 +25,13 @@ from nodebench.analysis.experiments import (
     sweep_table,
 )
 from nodebench.analysis.intervals import describe, percent
+from nodebench.analysis.latency import instrument_table
 from nodebench.catalogue import figures
 from nodebench.catalogue.clients import OPEN_LOOP
 from nodebench.catalogue.thresholds import CLIENT_BOUND_CPU, CONFIDENCE, EDGE_CPU, EDGE_ELU, SERVER_BOUND_ELU, pct
 from nodebench.render.costcurve_report import costcurve_blocks, sweep_blocks
 from nodebench.render.document import Block, Heading, Items, Para, Table
-from nodebench.render.latency_report import latency_blocks, server_blocks
+from nodebench.render.latency_report import instrument_blocks, latency_blocks, server_blocks
 from nodebench.render.markdown import ci, machine_line
 
 #: Verdicts that say a client's CPU was the limit (today's and the finer ones that may replace it).
@@ -659,6 +660,7 @@ def blocks(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
            look: dict | None = None, latency: pd.DataFrame | None = None) -> list[Block]:  # fmt: skip
     """The experiment's report as blocks, from its tables: summary.md and index.html are both written from these."""
     cpu_model = ", ".join(sorted(runs["cpu_model"].astype(str).unique()))
+    instrument = instrument_table(runs)  # the calibration server's latency, where the block measured it
     out: list[Block] = [
         Heading(1, f"Experiment: {name}"),
         *([Para(description)] if description else []),
@@ -667,8 +669,9 @@ def blocks(name: str, description: str, runs: pd.DataFrame, metrics: pd.DataFram
         *([Para(looks.sentence(look))] if look and ab is None else []),
         *(scenario_sections(scenarios, runs) if scenarios is not None and len(scenarios) else []),
         *(version_sections(versions, runs) if versions is not None and len(versions) else []),
-        *(latency_blocks(latency, runs) if latency is not None and len(latency) else []),
-        *costcurve_blocks(metrics),
+        *(latency_blocks(latency, runs, instrument) if latency is not None and len(latency) else []),
+        *costcurve_blocks(metrics, instrument),
+        *instrument_blocks(instrument),
         *sweep_blocks(runs),
         Para(
             "req/s in the tables below is the server's own (requests it received over its ELU window) unless a "

@@ -5,6 +5,7 @@ import math
 import pandas as pd
 
 from nodebench.analysis.latency import P99_LIMIT_MS, crossing_table, crossing_text, server_table
+from nodebench.catalogue.calibration import CALIBRATION_SERVER, DELAY_MS, P50_WITHIN_MS, P99_WITHIN_MS
 from nodebench.catalogue.thresholds import SUSTAINED_SHARE
 from nodebench.render.document import Block, Heading, Para, Table
 
@@ -85,9 +86,73 @@ def arrivals_line(runs: pd.DataFrame) -> str:
     return " ".join(said)
 
 
-def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> list[Block]:
-    """The open loop's table (server x load) and where each server's p99 crosses P99_LIMIT_MS (from the runs:
-    each round's own crossing, median over rounds with its interval; without the runs that table is empty)."""
+def _instrument_row(r) -> list[str]:
+    """A latency table's row of the instrument's calibration at one fixed rate."""
+    return [
+        r.workload, f"{CALIBRATION_SERVER} (the instrument)", f"{r.rate:,} req/s", f"{r.rate:,}",
+        _num(r.delivered_share, ".1%"), _ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi, ".2f"),
+        _ci(r.p90_ms, r.p90_ms_lo, r.p90_ms_hi, ".2f"), _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"),
+        _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"), _num(r.lag_p99_ms, ".2f"),
+        f"{r.not_sustained} of {r.rounds}" if r.not_sustained else "0",
+        f"{r.refused} of {r.rounds}" if r.refused else "0", "-",
+    ]  # fmt: skip
+
+
+def instrument_blocks(instrument: pd.DataFrame) -> list[Block]:
+    """The instrument's own latency at each fixed rate, and the rounds outside the calibration's bounds."""
+    if instrument is None or instrument.empty:
+        return []
+    rows = [
+        [r.workload, f"{r.rate:,}", _ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi, ".2f"),
+         _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"), _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"),
+         _num(r.error_p99_ms, ".2f"), f"{r.off_rounds} of {r.rounds - r.refused}", f"{r.refused} of {r.rounds}",
+         r.interval]
+        for r in instrument.itertuples()
+    ]  # fmt: skip
+    off = [f"{r.workload} at {r.rate:,} req/s: {r.off_detail}" for r in instrument.itertuples() if r.off_detail]
+    measured = int((instrument["rounds"] - instrument["refused"]).sum())
+    return [
+        Heading(2, "The instrument in every round"),
+        Para(
+            f"`{CALIBRATION_SERVER}` (servers/fixed-delay.js) does each workload's work and answers exactly "
+            f"{DELAY_MS:g} ms after its request arrived (the delay spun, not a timer): measured by the same open loop, "
+            "at the same rates, in the same rounds and peer groups and with the same pinning as the servers, its "
+            f"latency above {DELAY_MS:g} ms is the instrument's own (the client, the kernel, the loopback, this "
+            "machine's wake-ups). *instrument's p99 error*: the upper bound of its p99 less the delay; two servers' "
+            "p99s at that rate closer than it are not called different. A round calibrates the instrument when its "
+            f"p50 is within {P50_WITHIN_MS:g} ms of the delay and its p99 within {P99_WITHIN_MS:g} ms; *outside*: "
+            "the rounds that did not (or did not sustain the rate), of those measured. Its cost per request is its "
+            "spin's, so it is in no cost table."
+        ),
+        Table(
+            [
+                "workload",
+                "rate (req/s)",
+                "p50",
+                "p99",
+                "p99.9",
+                "instrument's p99 error",
+                "outside",
+                "refused",
+                "interval",
+            ],
+            rows,
+            "lrrrrrrrl",
+        ),  # fmt: skip
+        Para(
+            f"Outside the bounds, {int(instrument['off_rounds'].sum())} of {measured} rounds: " + "; ".join(off) + "."
+            if off
+            else f"Every one of the {measured} rounds measured was within the bounds."
+        ),
+    ]
+
+
+def latency_blocks(
+    latency: pd.DataFrame, runs: pd.DataFrame | None = None, instrument: pd.DataFrame | None = None
+) -> list[Block]:
+    """The open loop's table (server x load, the instrument's calibration at its fixed rates beside the servers) and
+    where each server's p99 crosses P99_LIMIT_MS (from the runs: each round's own crossing, median over rounds with
+    its interval; without the runs that table is empty)."""
     if latency.empty:
         return []
     rows = []
@@ -100,6 +165,8 @@ def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> l
             _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"), _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"),
             _num(r.lag_p99_ms, ".2f"), short, refused, _num(r.capacity_gap_s_max, ".0f"),
         ])  # fmt: skip
+    if instrument is not None:
+        rows += [_instrument_row(r) for r in instrument.itertuples()]
     cross = crossing_table(runs) if runs is not None else pd.DataFrame()
     cross_rows = [
         [r.workload, r.server, str(r.connections), crossing_text(r, "pct"), crossing_text(r, "rate"), r.interval,
@@ -128,11 +195,15 @@ def latency_blocks(latency: pd.DataFrame, runs: pd.DataFrame | None = None) -> l
             "medians count it as above any value, and a load not sustained in most rounds reads *not sustained*. "
             "A round is *refused*, this machine could not measure it, where the client's own lateness moved a "
             "percentile by more than 10 % of it or it could not keep the schedule: its latencies are not "
-            "reported (its other figures stand) and it is counted, never dropped. These latencies are not "
+            "reported (its other figures stand) and it is counted, never dropped. The "
+            f"*{CALIBRATION_SERVER} (the instrument)* rows are a server that answers after exactly {DELAY_MS:g} ms, at "
+            "fixed rates across the servers' (*The instrument in every round*, below): what the instrument alone "
+            "reads at that rate. These latencies are not "
             "comparable with the closed loops' (wrk, autocannon), which are taken at full load (docs/openloop.md)."
         ),
         Para(
-            f"Of {n} rounds: {short_n} not sustained ({short_n / n:.0%}), {refused_n} refused ({refused_n / n:.0%}), "
+            f"Of the servers' {n} rounds: {short_n} not sustained ({short_n / n:.0%}), {refused_n} refused "
+            f"({refused_n / n:.0%}), "
             f"{n - short_n - refused_n} measured and sustained ({(n - short_n - refused_n) / n:.0%})."
         ),
         Table(

@@ -235,10 +235,12 @@ def _calibration(servers: list[str], where: str, matrix: dict | None = None) -> 
     closed = [c for c in matrix["clients"] if not (c in CLIENTS and CLIENTS[c].open_loop)]
     if closed:
         yield f"config {where} names {CALIBRATION_SERVER} with {', '.join(closed)}: {why}, measured by openloop only"
-    if not matrix.get("rates_per_s"):
+    if not matrix.get("rates_per_s") or matrix.get("loads_pct"):
+        how = "with loads_pct" if matrix.get("loads_pct") else "without rates_per_s"
         yield (
-            f"config {where} names {CALIBRATION_SERVER} without rates_per_s: {why}, measured at fixed rates (it has no "
-            "capacity of its own to take loads_pct of)"
+            f"config {where} names {CALIBRATION_SERVER} {how}: "
+            f"{why}, measured at fixed rates (rates_per_s) only: it has no capacity of its own to take loads_pct of "
+            "(give it a matrix of its own)"
         )
     other = [w for w in matrix["workloads"] if w not in CALIBRATION_WORKLOADS]
     if other:

@@ -9,11 +9,12 @@ import pandas as pd
 import pytest
 from test_configcheck import SERVERS, matrix, shipped, with_experiment
 from test_costcurve import runs as cost_runs
+from test_latency import runs as latency_runs
 
 from conftest import REPO
 from nodebench import configcheck
 from nodebench.analysis.costcurve import cost_curve
-from nodebench.analysis.latency import INSTRUMENT_COLUMNS, instrument_table, latency_table
+from nodebench.analysis.latency import INSTRUMENT_COLUMNS, instrument_table, latency_table, server_table
 from nodebench.analysis.metrics import compute_metrics
 from nodebench.catalogue.calibration import CALIBRATION_SERVER, DELAY_MS, P50_WITHIN_MS, P99_WITHIN_MS
 from nodebench.plan import experiment_cells
@@ -60,7 +61,11 @@ def test_the_calibrations_job_waits_for_no_capacity_and_a_servers_does(tmp_path)
     ("m", "phrase"),
     [
         (matrix(servers=[CALIBRATION_SERVER]), "names fixed-delay with wrk"),
-        (matrix(servers=[CALIBRATION_SERVER], clients=["openloop"], loads_pct=[50]), "fixed-delay without rates_per_s"),
+        (matrix(servers=[CALIBRATION_SERVER], clients=["openloop"], loads_pct=[50]), "fixed-delay with loads_pct"),
+        (
+            matrix(servers=["express", CALIBRATION_SERVER], clients=["openloop"], loads_pct=[50], rates_per_s=[1000]),
+            "fixed-delay with loads_pct",
+        ),
         (
             matrix(servers=[CALIBRATION_SERVER], clients=["openloop"], rates_per_s=[1000], workloads=["list"]),
             "fixed-delay with list",
@@ -122,7 +127,7 @@ def test_each_round_is_read_against_the_delay_both_ways():
     # Outside above (p99 too slow, p50 too slow) and below (a p50 faster than the delay cannot be the server's).
     assert row.off_detail == "round 2: p99 2.20 ms; round 3: p50 1.25 ms; round 6: p50 0.75 ms"
     assert row.p99_ms == pytest.approx(np.median(p99s))
-    assert row.error_p99_ms == pytest.approx(max(p99s) - d)  # n=6: min-max, its upper bound less the delay
+    assert row.spread_p99_ms == pytest.approx(max(p99s) - min(p99s))  # n=6: min-max, its interval's width
 
 
 def test_every_round_within_the_bounds_has_none_outside():
@@ -138,16 +143,33 @@ def test_a_refused_round_is_counted_as_refused_and_one_not_sustained_is_outside(
     (row,) = table.itertuples()
     assert row.refused == 1 and row.not_sustained == 1 and row.off_rounds == 1
     assert row.off_detail == "round 2: not sustained"
+    # A round not sustained has no upper bound: the spread is unknown, not infinite.
+    assert np.isinf(row.p99_ms_hi) and pd.isna(row.spread_p99_ms)
     text = to_markdown(instrument_blocks(table))
     assert "| empty | 1,000 | 1.10" in text and "| 1 of 3 | 1 of 4 |" in text
     assert "Outside the bounds, 1 of 3 rounds: empty at 1,000 req/s: round 2: not sustained." in text
 
 
-def test_no_calibration_measured_no_table_and_the_servers_latency_table_leaves_it_out():
+def test_no_calibration_measured_no_table_and_the_servers_tables_leave_it_out():
     servers = cost_runs()
     assert instrument_table(servers).empty and instrument_blocks(instrument_table(servers)) == []
-    both = pd.concat([servers.assign(load_rate=np.nan, load_pct=np.nan), calibration_runs([1.1] * 6, [1.6] * 6)])
-    assert latency_table(both).empty  # fixed rates only: not a share of capacity
+    # The latency table of shares of capacity is the same with the calibration's runs beside the servers'.
+    shares = latency_runs({25: 2.0, 90: 40.0}).assign(load_rate=np.nan)
+    both = pd.concat([shares, calibration_runs([1.1] * 3, [1.6] * 3)], ignore_index=True)
+    pd.testing.assert_frame_equal(latency_table(both), latency_table(shares))
+    # Start-up and memory are the servers' only.
+    memory = {"server_startup_ms": 300.0, "rss_peak_mb": 80.0, "heap_used_peak_mb": 20.0}
+    table = server_table(both.assign(**memory))
+    assert list(table["server"]) == ["express"]
+
+
+def test_the_calibration_is_paired_with_no_baseline():
+    both, _ = with_calibration({}, [1.6] * 6)
+    metrics = compute_metrics(both)
+    mine = metrics[metrics["server"].astype(str) == CALIBRATION_SERVER]
+    assert len(mine) == 1 and mine["cost_vs_express"].isna().all() and mine["cost_vs_node_http"].isna().all()
+    fastify = metrics[(metrics["server"].astype(str) == "fastify") & (metrics["stop"].astype(str) == "5s-r1000")]
+    assert fastify["cost_vs_express"].notna().all()
 
 
 def with_calibration(p99_by_server: dict, instrument_p99s) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -172,12 +194,16 @@ def test_the_cost_curve_leaves_the_calibration_out():
 @pytest.mark.parametrize(
     ("fastify_p99", "instrument_p99s", "said"),
     [
-        # Fastify 0.3 ms faster than Express; the instrument alone may add up to 0.8 ms at that rate: not a difference.
-        (1.2, [1.4, 1.5, 1.6, 1.7, 1.7, 1.8], "| -0.30 (within the instrument's 0.80) |"),
-        # The same 0.3 ms, with an instrument that adds at most 0.2 ms: a difference, said as one.
-        (1.2, [1.1, 1.1, 1.15, 1.15, 1.2, 1.2], "| -0.30 |"),
-        # Slower by more than the instrument's error: the other way, said as it is.
+        # Fastify 0.3 ms faster than Express; the instrument alone moves a p99 by 0.4 ms between rounds at that
+        # rate: not a difference it can tell.
+        (1.2, [1.4, 1.5, 1.6, 1.7, 1.7, 1.8], "| -0.30 (within the instrument's 0.40) |"),
+        # The same 0.3 ms, with an instrument that adds 2 ms to every p99 but moves it by 0.1 ms: its constant part
+        # cancels from a difference, so this one is said as one.
+        (1.2, [3.0, 3.0, 3.05, 3.05, 3.1, 3.1], "| -0.30 |"),
+        # Slower by more than the instrument's spread: the other way, said as it is.
         (2.5, [1.4, 1.5, 1.6, 1.7, 1.7, 1.8], "| +1.00 |"),
+        # A calibration round not sustained: no spread known, so no difference is excused by it.
+        (1.2, [1.4, 1.5, 1.6, 1.7, 1.7, np.inf], "| -0.30 |"),
     ],
 )
 def test_a_p99_difference_is_called_one_only_beyond_the_instruments_error(fastify_p99, instrument_p99s, said):

@@ -106,7 +106,7 @@ INSTRUMENT_KEY = ["workload", "connections", "rate"]
 INSTRUMENT_COLUMNS = [
     *INSTRUMENT_KEY, "rounds", "refused", "refused_reason", "not_sustained", "not_sustained_reason",
     "delivered_share", "lag_p99_ms", *(f"{p}{s}" for p in PERCENTILES for s in ("_ms", "_ms_lo", "_ms_hi")),
-    "interval", "error_p99_ms", "off_rounds", "off_detail",
+    "interval", "spread_p99_ms", "off_rounds", "off_detail",
 ]  # fmt: skip
 
 
@@ -115,8 +115,10 @@ def instrument_table(runs: pd.DataFrame) -> pd.DataFrame:
     (servers/fixed-delay.js, whose every answer leaves DELAY_MS after its request arrived), with the same figures
     as the latency table, and:
 
-    error_p99_ms: its p99's upper bound less the delay, what the instrument alone may add to a p99 at that rate
-    (a difference of two servers' p99s smaller than it is not one the instrument can tell);
+    spread_p99_ms: the width of its p99's interval over rounds (min-max at up to 6 rounds), how far the instrument
+    alone moves a p99 at that rate from round to round, its constant part (which adds to every server alike and
+    cancels from a difference) left out: a difference of two servers' p99s no larger is not one the instrument can
+    tell. NaN where there is no interval (one round) or a round kept was not sustained (its p99 unbounded);
     off_rounds: the rounds measured (not refused) whose p50 is more than P50_WITHIN_MS, or whose p99 more than
     P99_WITHIN_MS, from the delay, or that did not sustain the rate; off_detail names them. A refused round is
     counted as refused, not as off: the client could not measure it."""
@@ -130,7 +132,8 @@ def instrument_table(runs: pd.DataFrame) -> pd.DataFrame:
     out, groups = _percentiles(mine, INSTRUMENT_KEY)
     out["delivered_share"] = [float(g["delivered_share"].median()) for _, g in groups]
     out["lag_p99_ms"] = [float(g["openloop_lag_p99_ms"].median()) for _, g in groups]
-    out["error_p99_ms"] = out["p99_ms_hi"] - DELAY_MS
+    spread = out["p99_ms_hi"] - out["p99_ms_lo"]
+    out["spread_p99_ms"] = spread.where(np.isfinite(spread))
     offs = [_off_rounds(g) for _, g in groups]
     out["off_rounds"] = [len(o) for o in offs]
     out["off_detail"] = ["; ".join(o) or None for o in offs]
@@ -287,12 +290,13 @@ SERVER_COLUMNS = [
 
 def server_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Per server: start-up time and the peak RSS and heap over the window, each the median over rounds (of the
-    round's median over the server's runs) with its interval. Rows only where the runs have these figures."""
+    round's median over the server's runs) with its interval. Rows only where the runs have these figures; none for
+    the instrument's calibration (fixed-delay), which is not a server to choose."""
     need = ["server_startup_ms", "rss_peak_mb", "heap_used_peak_mb"]
     if any(c not in runs for c in need):
         return pd.DataFrame(columns=SERVER_COLUMNS)
     r = runs.assign(server=runs["server"].astype(str))
-    r = r[r["server_startup_ms"].notna() | r["rss_peak_mb"].notna()]
+    r = r[(r["server_startup_ms"].notna() | r["rss_peak_mb"].notna()) & ~r["server"].map(is_calibration)]
     if r.empty:
         return pd.DataFrame(columns=SERVER_COLUMNS)
     per_round = r.groupby(["server", "round"], observed=True)[need].median().reset_index()

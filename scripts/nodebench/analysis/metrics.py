@@ -6,6 +6,7 @@ import pandas as pd
 from nodebench.analysis import intervals, outcomes
 from nodebench.analysis.verdict import verdict
 from nodebench.catalogue.baselines import BASELINES
+from nodebench.catalogue.calibration import is_calibration
 from nodebench.catalogue.figures import DEFAULT_HEADLINE, HEADLINE_COLUMN, headline_of
 from nodebench.catalogue.thresholds import HEADLINE_CONNECTIONS, NOISY_CV
 from nodebench.runs import SYSTEM_NODE, is_twin, on_node, runtime, twin_of
@@ -243,9 +244,12 @@ def add_ratios(
 ) -> pd.DataFrame:
     """Paired per-round ratios of CPU per request and of throughput against each baseline, with intervals."""
     samples = Samples(runs) if samples is None else samples
+    # The instrument's calibration (fixed-delay) spins its delay: its cost is no server's, and it is paired with none.
+    calibration = samples.keys["server"].astype(str).map(is_calibration).to_numpy(bool)
     cols = {}
     for baseline, name in BASELINES.items():
-        cols |= paired_ratios(samples, _partner(samples.keys, baseline), name, headline)
+        partner = np.where(calibration, -1, _partner(samples.keys, baseline))
+        cols |= paired_ratios(samples, partner, name, headline)
     return cells.merge(samples.keys.assign(**cols), on=CELL, how="left")
 
 

@@ -58,7 +58,8 @@ def ratio_line(rows: pd.DataFrame, baseline: str, headline: str = figures.DEFAUL
 def instrument_p99(curve: pd.DataFrame, instrument: pd.DataFrame | None) -> tuple[list[str], list[str]]:
     """Per cost-curve row: the instrument's p99 at its rate ('-' at saturation or where not calibrated), and the
     row's p99 less Express's at the same load, said to be within the instrument where it is no larger than the
-    instrument's p99 error at that rate (its p99's upper bound less the delay): not a difference it can tell."""
+    instrument's p99 spread at that rate (how far the instrument alone moves a p99 between rounds): not a difference
+    it can tell."""
     cal = {}
     if instrument is not None:
         cal = {(r.workload, int(r.connections), int(r.rate)): r for r in instrument.itertuples()}
@@ -76,8 +77,8 @@ def instrument_p99(curve: pd.DataFrame, instrument: pd.DataFrame | None) -> tupl
             continue
         diff = float(r.latency_p99_ms) - float(base)
         text = f"{diff:+.2f}"
-        if c is not None and not pd.isna(c.error_p99_ms) and abs(diff) <= c.error_p99_ms:
-            text += f" (within the instrument's {c.error_p99_ms:.2f})"
+        if c is not None and not pd.isna(c.spread_p99_ms) and abs(diff) <= c.spread_p99_ms:
+            text += f" (within the instrument's {c.spread_p99_ms:.2f})"
         diffs.append(text)
     return said, diffs
 
@@ -122,8 +123,9 @@ def costcurve_blocks(metrics: pd.DataFrame, instrument: pd.DataFrame | None = No
             "by round at the same load (below 1: cheaper), median over rounds [interval], with the four outcomes. "
             "*p99*: the open loop's, from each request's scheduled time (wrk's at saturation); *p99 - express's*: "
             "its difference from Express's at the same fixed rate, ms, *within the instrument* where no larger "
-            "than what the instrument alone may add at that rate; *instrument's p99*: the calibration server's (a "
-            "fixed delay, *The instrument in every round*) at that rate, where the block measured it."
+            "than how far the instrument alone moves a p99 between rounds at that rate; *instrument's p99*: the "
+            "calibration server's (a fixed delay, *The instrument in every round*) at that rate, where the block "
+            "measured it."
         ),
         Items(lines),
         Table(

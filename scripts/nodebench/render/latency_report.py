@@ -105,7 +105,7 @@ def instrument_blocks(instrument: pd.DataFrame) -> list[Block]:
     rows = [
         [r.workload, f"{r.rate:,}", _ci(r.p50_ms, r.p50_ms_lo, r.p50_ms_hi, ".2f"),
          _ci(r.p99_ms, r.p99_ms_lo, r.p99_ms_hi, ".2f"), _ci(r.p99_9_ms, r.p99_9_ms_lo, r.p99_9_ms_hi, ".2f"),
-         _num(r.error_p99_ms, ".2f"), f"{r.off_rounds} of {r.rounds - r.refused}", f"{r.refused} of {r.rounds}",
+         _num(r.spread_p99_ms, ".2f"), f"{r.off_rounds} of {r.rounds - r.refused}", f"{r.refused} of {r.rounds}",
          r.interval]
         for r in instrument.itertuples()
     ]  # fmt: skip
@@ -118,8 +118,12 @@ def instrument_blocks(instrument: pd.DataFrame) -> list[Block]:
             f"{DELAY_MS:g} ms after its request arrived (the delay spun, not a timer): measured by the same open loop, "
             "at the same rates, in the same rounds and peer groups and with the same pinning as the servers, its "
             f"latency above {DELAY_MS:g} ms is the instrument's own (the client, the kernel, the loopback, this "
-            "machine's wake-ups). *instrument's p99 error*: the upper bound of its p99 less the delay; two servers' "
-            "p99s at that rate closer than it are not called different. A round calibrates the instrument when its "
+            "machine's wake-ups), on a workload that queries with the database's time beyond the delay too (a query "
+            "that takes longer is answered late; the database shares the client's CPU). *instrument's p99 spread*: "
+            "the width of its p99's interval over rounds, how far the instrument alone moves a p99 at that rate "
+            "from round to round (its constant part adds to every server alike and cancels from a difference); two "
+            "servers' p99s at that rate closer than it are not called different. A round calibrates the instrument "
+            "when its "
             f"p50 is within {P50_WITHIN_MS:g} ms of the delay and its p99 within {P99_WITHIN_MS:g} ms; *outside*: "
             "the rounds that did not (or did not sustain the rate), of those measured. Its cost per request is its "
             "spin's, so it is in no cost table."
@@ -131,7 +135,7 @@ def instrument_blocks(instrument: pd.DataFrame) -> list[Block]:
                 "p50",
                 "p99",
                 "p99.9",
-                "instrument's p99 error",
+                "instrument's p99 spread",
                 "outside",
                 "refused",
                 "interval",
@@ -166,7 +170,9 @@ def latency_blocks(
             _num(r.lag_p99_ms, ".2f"), short, refused, _num(r.capacity_gap_s_max, ".0f"),
         ])  # fmt: skip
     if instrument is not None:
+        # Each workload's servers, then the instrument on that workload (a stable sort keeps each group's order).
         rows += [_instrument_row(r) for r in instrument.itertuples()]
+        rows.sort(key=lambda row: (row[0], row[1].endswith("(the instrument)")))
     cross = crossing_table(runs) if runs is not None else pd.DataFrame()
     cross_rows = [
         [r.workload, r.server, str(r.connections), crossing_text(r, "pct"), crossing_text(r, "rate"), r.interval,

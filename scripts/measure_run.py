@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 
 from nodebench.harness import attempts, job, procs, remeasure, storage
-from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError
+from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StorageError, database_error
 from nodebench.harness.measure import measure
 from nodebench.harness.progress import read as read_plan
 from nodebench.harness.progress import standing as plan_standing
@@ -71,6 +71,10 @@ def main(argv: list[str] | None = None) -> None:
         def fail(e, message=None):
             message = message or str(e)
             transient = attempts.transient(e)
+            stop = procs.stopping()
+            if stop is not None:
+                # Ctrl-C reaches the job's children too: what failed first may be one of them, not the signal.
+                transient, message = False, f"{message} (the job was being stopped by signal {stop})"
             verdict = "transient" if transient else "not transient, not retried"
             log(f"FAILED (attempt {attempt}, {verdict}): {message}")
             print(f"[measure] FAILED {cell.label()} (attempt {attempt}, {verdict}): {message}", file=sys.stderr)
@@ -113,10 +117,11 @@ def main(argv: list[str] | None = None) -> None:
         except Exception as e:
             psycopg = sys.modules.get("psycopg")
             if psycopg is not None and isinstance(e, psycopg.Error):
-                fail(DatabaseError(f"database error: {e}"))
-            log(f"FAILED (attempt {attempt}, transient): {type(e).__name__}: {e}")
+                fail(database_error(e))
+            again = attempts.transient(e) and procs.stopping() is None
+            log(f"FAILED (attempt {attempt}, {'transient' if again else 'not retried'}): {type(e).__name__}: {e}")
             with suppress(OSError):
-                attempts.save(log_path, attempt, f"{type(e).__name__}: {e}", attempts.transient(e), before)
+                attempts.save(log_path, attempt, f"{type(e).__name__}: {e}", again, before)
             raise
     attempts.forget(log_path)
 

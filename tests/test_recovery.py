@@ -14,12 +14,20 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
 
-from conftest import TWO_CELLS, leftovers, make_project, planned_cells, snakemake
+from conftest import REPO, TWO_CELLS, leftovers, make_project, planned_cells, snakemake
 from nodebench import recovery
 from nodebench.harness import attempts, storage, workspace
-from nodebench.harness.errors import DatabaseError, PortInUseError, RunError, StartError, StorageError
+from nodebench.harness.errors import (
+    DatabaseError,
+    PortInUseError,
+    RunError,
+    StartError,
+    StorageError,
+    database_error,
+)
 
 # --- a job's scratch space, swept after its owner died -----------------------------------
 
@@ -126,6 +134,38 @@ def test_a_job_scratch_names_its_owner_and_children(tmp_path: Path):
 )
 def test_which_failures_are_transient(error, transient):
     assert attempts.transient(error) is transient
+
+
+def test_a_database_shut_down_under_the_job_is_not_retried_and_other_database_errors_are():
+    # What a Ctrl-C does to the job's PostgreSQL (SIGINT, its fast shutdown) while the job queries it.
+    shut = database_error(psycopg.errors.AdminShutdown("terminating connection due to administrator command"))
+    assert isinstance(shut, DatabaseError) and attempts.transient(shut) is False
+    assert "shut down while the job used it" in str(shut)
+    lost = database_error(psycopg.OperationalError("connection to server at 127.0.0.1 failed: Connection refused"))
+    assert attempts.transient(lost) is True and str(lost).startswith("database error: ")
+
+
+STOPPED = """
+import os, signal, sys
+sys.path.insert(0, sys.argv[1])
+from nodebench.harness import procs
+assert procs.stopping() is None
+procs.unwind_on_signals()
+try:
+    os.kill(os.getpid(), getattr(signal, sys.argv[2]))
+    signal.pause()
+except KeyboardInterrupt:
+    print(procs.stopping())
+"""
+
+
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
+def test_a_job_knows_which_signal_is_stopping_it(name):
+    done = subprocess.run(
+        [sys.executable, "-c", STOPPED, str(REPO / "scripts"), name], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(int(getattr(signal, name)))
 
 
 def test_a_failed_attempt_is_kept_for_the_next_one(tmp_path: Path):

@@ -25,6 +25,25 @@ class DatabaseError(RuntimeError):
     transient = True
 
 
+class DatabaseShutDown(DatabaseError):
+    """The job's PostgreSQL was shut down while the job used it (SQLSTATE 57P01, admin_shutdown): only a stop
+    does that, a Ctrl-C or a signal sent to the job's process group, and another attempt would measure on in spite of
+    it. The user reruns."""
+
+    transient = False
+
+
+#: PostgreSQL's SQLSTATE for "terminating connection due to administrator command".
+ADMIN_SHUTDOWN = "57P01"
+
+
+def database_error(exc: BaseException) -> DatabaseError:
+    """A psycopg error as the job's error: a shutdown of the database is not retried, anything else may be."""
+    if getattr(exc, "sqlstate", None) == ADMIN_SHUTDOWN:
+        return DatabaseShutDown(f"the database was shut down while the job used it (a Ctrl-C or a stop): {exc}")
+    return DatabaseError(f"database error: {exc}")
+
+
 class PortInUseError(RuntimeError):
     """Something is already listening on the port a job wanted."""
 

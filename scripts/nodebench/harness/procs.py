@@ -236,14 +236,28 @@ def as_user(user: str | None) -> dict:
     return {"user": entry.pw_uid, "group": entry.pw_gid, "extra_groups": []}
 
 
+#: The signals this process was sent to stop it, first first (unwind_on_signals records them).
+_stopping: list[int] = []
+
+
 def _raise_interrupt(signum, frame):
+    _stopping.append(signum)
     raise KeyboardInterrupt(f"signal {signum}")
 
 
 def unwind_on_signals() -> None:
-    """SIGTERM (Snakemake, scancel) and SIGHUP unwind like Ctrl-C, so every child is stopped and scratch removed."""
+    """SIGTERM (Snakemake, scancel) and SIGHUP unwind like Ctrl-C, so every child is stopped and scratch removed;
+    each of them and Ctrl-C (SIGINT, where it is not ignored) is recorded for stopping()."""
     signal.signal(signal.SIGTERM, _raise_interrupt)
     signal.signal(signal.SIGHUP, _raise_interrupt)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        signal.signal(signal.SIGINT, _raise_interrupt)
+
+
+def stopping() -> int | None:
+    """The signal that is stopping this process, if one came: a failure after it (a child or the job's own
+    PostgreSQL, sent the same Ctrl-C, dying first) is the stop, not a fault another attempt could get past."""
+    return _stopping[0] if _stopping else None
 
 
 def tail(path: Path, lines: int = 8, sep: str = " | ") -> str:

@@ -17,14 +17,14 @@ def main(sm) -> None:
     if sm.params.stop_on == "claims":
         # Each claim that reads this block: its half-width against half its tolerance (claims.stopping_widths).
         found = claims.stopping_widths(sm.params.claims, runs)
-        invalid = found[found["invalid"]]
-        look = looks.decide(found[~found["invalid"]], n, sm.params.looks, None, sm.params.headline, stop_if_none=True)
+        # Not waited for: invalid claims, and claims the rounds left cannot narrow enough (looks.decide_claims).
+        look = looks.decide_claims(found, n, sm.params.looks, sm.params.headline)
         look["claims_digest"] = sm.params.claims_digest
-        # Not waited for: more rounds of a cell that cannot give what the claim needs do not make it.
-        look["invalid"] = list(invalid["comparison"])
+        aside = [f"{len(look[k])} {what}" for k, what in (("invalid", "invalid"), ("beyond_reach", "beyond reach at "
+                 "the cap")) if look[k]]  # fmt: skip
         what = (
-            f"{look['comparisons']} claims, {len(look['wider_than_target'])} with a half-width above half their "
-            f"tolerance" + (f" ({len(invalid)} invalid, not waited for)" if len(invalid) else "")
+            f"{look['comparisons']} claims waited for, {len(look['wider_than_target'])} with a half-width above half "
+            f"their tolerance" + (f" ({', '.join(aside)}: not waited for)" if aside else "")
         )
     else:
         runs = runs[[c for c in RUN_COLUMNS if c in runs]]

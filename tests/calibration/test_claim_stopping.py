@@ -42,9 +42,11 @@ def campaigns(c: dict, truth: float, sd: float, tails: str, rule: str, looks_: l
     lo_, hi_, n_ = np.full(CAMPAIGNS, np.nan), np.full(CAMPAIGNS, np.nan), np.zeros(CAMPAIGNS, int)
     for n in looks_:
         _, lo, hi, _, _ = intervals.median_interval(values[:, :n])
+        width = (np.log(hi) - np.log(lo)) / 2 if scale == "log" else (hi - lo) / 2
         if rule == "width":
-            width = (np.log(hi) - np.log(lo)) / 2 if scale == "log" else (hi - lo) / 2
             stop = width <= target
+        elif rule == "reach":  # the look's rule: narrow enough, or beyond reach at the cap (looks.decide_claims)
+            stop = (width <= target) | looks.beyond_reach(width, np.full(CAMPAIGNS, n), n, max(looks_), target)
         else:  # the invalid rule: stop once the interval is wholly inside or wholly outside the band
             stop = ((b_lo <= lo) & (hi <= b_hi)) | (hi < b_lo) | (lo > b_hi)
         stop |= n == max(looks_)
@@ -81,6 +83,17 @@ def test_stopping_on_each_claims_width_keeps_the_stated_coverage(c, truth, sd, t
     assert coverage(found, truth) >= looks.stated_coverage(looks_), coverage(found, truth)
 
 
+@pytest.mark.parametrize("looks_", LOOK_SETS, ids=lambda v: "/".join(map(str, v)))
+@pytest.mark.parametrize(
+    ("c", "truth", "sd", "tails"), CASES, ids=lambda v: str(v) if not isinstance(v, dict) else v["unit"]
+)
+def test_not_waiting_for_a_claim_beyond_reach_keeps_the_stated_coverage(c, truth, sd, tails, looks_):
+    # Stopping where the half-width projected to the cap is above the target reads the width too, never the side:
+    # it must keep the floor as the width rule does.
+    found = campaigns(c, truth, sd, tails, "reach", looks_, seed=int(truth * 10 + sd * 100) + (tails == "t2") + 7)
+    assert coverage(found, truth) >= looks.stated_coverage(looks_), coverage(found, truth)
+
+
 @pytest.mark.parametrize(("c", "sd", "tails"), [(RATIO, 0.03, "normal"), (RATIO, 0.08, "t2"), (SHARE, 1.5, "normal")])
 def test_stopping_on_the_verdict_is_caught_losing_coverage_on_the_bands_edge(c, sd, tails):
     edge = band(c)[1]
@@ -97,27 +110,27 @@ def test_stopping_on_the_verdict_is_caught_losing_coverage_on_the_bands_edge(c, 
 def test_a_true_claim_is_rarely_refuted_and_a_false_one_rarely_reproduced(c, truth, wrong):
     # The error rates under heavy-tailed noise (8 %, or 4 points), and the power under moderate normal noise (5 %, or
     # 2.5 points), at experiments.yaml's looks 6 and 10.
-    noisy = campaigns(c, truth, 0.08 if c is RATIO else 4.0, "t2", "width", [6, 10], seed=9)
+    noisy = campaigns(c, truth, 0.08 if c is RATIO else 4.0, "t2", "reach", [6, 10], seed=9)
     got = verdicts(c, noisy, truth)
     assert got[wrong] <= 1 - looks.stated_coverage([6, 10]), got
-    moderate = campaigns(c, truth, 0.05 if c is RATIO else 2.5, "normal", "width", [6, 10], seed=10)
+    moderate = campaigns(c, truth, 0.05 if c is RATIO else 2.5, "normal", "reach", [6, 10], seed=10)
     got = verdicts(c, moderate, truth)
     right = C.REPRODUCED if wrong == C.NOT_REPRODUCED else C.NOT_REPRODUCED
     assert got[wrong] <= 1 - looks.stated_coverage([6, 10]) and got[right] > 0.5, got
 
 
 def test_the_simulated_rule_is_the_looks_own():
-    # For 40 campaigns, the block's look through the real path (a runs table, stopping_widths, looks.decide) stops
-    # at the same look as the vectorised rule above.
+    # For 40 campaigns, the block's look through the real path (a runs table, stopping_widths, looks.decide_claims)
+    # stops at the same look as the vectorised rule above.
     looks_ = [6, 10, 14, 20]
-    found = campaigns(RATIO, 4.37, 0.05, "normal", "width", looks_, seed=3)
+    found = campaigns(RATIO, 4.37, 0.05, "normal", "reach", looks_, seed=3)
     for i in range(40):
         per_round = found["values"][i]
         for n in looks_:
             table = runs(
                 {("empty", "fastify"): [1000.0 * x for x in per_round[:n]], ("empty", "express"): [1000.0] * n}
             )
-            look = looks.decide(C.stopping_widths([RATIO], table), n, looks_, None)
+            look = looks.decide_claims(C.stopping_widths([RATIO], table), n, looks_)
             if look["stop"]:
                 break
         assert n == found["n"][i]

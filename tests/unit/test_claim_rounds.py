@@ -5,6 +5,7 @@ verdicts' error rates; these check what it reads."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from claim_data import claim, ratio_runs, runs
@@ -135,3 +136,56 @@ def test_the_ledger_states_a_floor_for_intervals_whose_rounds_looks_chose():
     assert np.isnan(fixed["coverage"]) and fixed["interval"] == table.iloc[1]["interval"] == "n=6: min-max, 96.88 %"
     # The family counts 1 - the floor for the first, 1 - 96.88 % for the second.
     assert C.family(stated)[1] == pytest.approx((1 - floor) + (1 - 0.96875))
+
+
+def widths(h: list[float], n: list[int], target: float = 0.05, invalid: list[bool] | None = None) -> pd.DataFrame:
+    """A claim block's look table as claims.stopping_widths gives it."""
+    return pd.DataFrame(
+        {"comparison": [f"c{i}" for i in range(len(h))], "half_width": h, "target": [target] * len(h),
+         "scale": ["log"] * len(h), "n": n, "invalid": invalid or [False] * len(h)}
+    )  # fmt: skip
+
+
+def test_the_half_width_at_the_cap_is_projected_by_the_square_root_law_with_the_rounds_left():
+    at_cap = looks.projected_width([0.1, 0.1, 0.1, math.inf, 0.1], [6, 4, 6, 6, 1], 6, 10)
+    # 6 rounds to 10: sqrt(6/10); a claim resting on 4 of the 6 rounds gets the 4 left: sqrt(4/8).
+    assert at_cap[:3] == pytest.approx([0.1 * math.sqrt(0.6), 0.1 * math.sqrt(0.5), 0.1 * math.sqrt(0.6)])
+    assert math.isinf(at_cap[3]) and math.isinf(at_cap[4])  # no interval yet: nothing to project
+    assert looks.projected_width([0.1], [10], 10, 10) == pytest.approx([0.1])  # at the cap: as it is
+
+
+def test_a_look_does_not_wait_for_a_claim_the_rounds_left_cannot_narrow_and_waits_for_one_they_can():
+    # Target 0.05: 0.20 at 6 rounds projects to 0.155 at 10, over twice the target (beyond reach); 0.12 projects to
+    # 0.093, under twice it, and 0.06 to 0.046, within it (both waited for).
+    assert looks.REACH_FACTOR == 2.0
+    beyond = looks.decide_claims(widths([0.20, 0.01], [6, 6]), 6, [6, 10])
+    assert beyond["stop"] and not beyond["capped"] and beyond["comparisons"] == 1
+    assert [b["comparison"] for b in beyond["beyond_reach"]] == ["c0"]
+    assert beyond["beyond_reach"][0]["at_cap"] == pytest.approx(0.2 * math.sqrt(0.6))
+    text = looks.sentence(beyond | {"stop_on": "claims"})
+    assert "It stopped after 6 rounds, every one of 1 claims within it" in text
+    assert "1 claim (c0) could not reach that by the cap of 10 rounds at the spread observed" in text
+    for h in (0.12, 0.06):
+        within = looks.decide_claims(widths([h, 0.01], [6, 6]), 6, [6, 10])
+        assert not within["stop"] and within["beyond_reach"] == []
+        assert [w["comparison"] for w in within["wider_than_target"]] == ["c0"]
+    # No interval yet (fewer than two rounds): waited for, as before.
+    assert not looks.decide_claims(widths([math.inf], [1]), 6, [6, 10])["stop"]
+    # At the cap nothing is beyond reach: the wide claim is named as still too wide.
+    capped = looks.decide_claims(widths([0.20, 0.01], [10, 10]), 10, [6, 10])
+    assert capped["stop"] and capped["capped"] and capped["beyond_reach"] == []
+    # Every claim beyond reach or invalid: the look stops at once and says why.
+    none = looks.decide_claims(widths([0.3, 0.01], [6, 6], invalid=[False, True]), 6, [6, 10])
+    assert none["stop"] and none["invalid"] == ["c1"] and len(none["beyond_reach"]) == 1
+    assert "no claim it could narrow was left to wait for" in looks.sentence(none | {"stop_on": "claims"})
+
+
+def test_whether_a_claim_is_beyond_reach_does_not_depend_on_which_side_of_the_band_its_data_lie():
+    spread = np.exp(np.array([0.2, -0.15, 0.05, -0.09, 0.08, 0.0]))
+    on_figure = looks.decide_claims(C.stopping_widths([claim()], ratio_runs(list(4.37 * spread))), 6, [6, 10])
+    far_off = looks.decide_claims(C.stopping_widths([claim()], ratio_runs(list(2.0 * spread))), 6, [6, 10])
+    assert [b["comparison"] for b in on_figure["beyond_reach"]] == [b["comparison"] for b in far_off["beyond_reach"]]
+    assert on_figure["beyond_reach"] != [] and on_figure["beyond_reach"][0]["at_cap"] == pytest.approx(
+        far_off["beyond_reach"][0]["at_cap"]
+    )
+    assert on_figure["stop"] == far_off["stop"] is True

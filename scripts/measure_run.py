@@ -71,10 +71,9 @@ def main(argv: list[str] | None = None) -> None:
         def fail(e, message=None):
             message = message or str(e)
             transient = attempts.transient(e)
-            stop = procs.stopping()
-            if stop is not None:
+            if procs.stopped_by_user():
                 # Ctrl-C reaches the job's children too: what failed first may be one of them, not the signal.
-                transient, message = False, f"{message} (the job was being stopped by signal {stop})"
+                transient, message = False, f"{message} (the job was being stopped by signal {procs.stopping()})"
             verdict = "transient" if transient else "not transient, not retried"
             log(f"FAILED (attempt {attempt}, {verdict}): {message}")
             print(f"[measure] FAILED {cell.label()} (attempt {attempt}, {verdict}): {message}", file=sys.stderr)
@@ -82,46 +81,60 @@ def main(argv: list[str] | None = None) -> None:
                 attempts.save(log_path, attempt, message, transient, before)
             raise SystemExit(1) from None
 
-        if before and not before[-1]["transient"]:
-            fail(RunError(), f"attempt {before[-1]['attempt']} failed, and that is not retried: {before[-1]['error']}")
         try:
-            # Before anything is measured: a read-only or full data/ fails here, naming the directory.
-            storage.probe(out.parent)
-            opts = job.options(j, server_node)
-            record = remeasure.measure_until_clean(
-                lambda: measure(cell, opts, paths, log, progress), opts.remeasure_attempts, progress
-            )
-            record |= {
-                "node": j.options["runtime"],
-                "node_binary": server_node["binary"],
-                "node_sha256": server_node["sha256"],
-                "node_package": server_node["package"],
-                "client_node_version": pipeline_node["version"] if pipeline_node else None,
-                "round_position": j.round_position,
-                "round_size": j.round_size,
-                "session": os.environ.get("NODEBENCH_SESSION"),
-                "attempt": attempt,
-                "retried_after": before[-1]["error"] if before else None,
-            }
-            check_record(record, paths.run_schema)
-            storage.write_atomically(out, json.dumps(record, indent=1) + "\n")
-            # The record is written: saying where the invocation stands is no reason to lose it (a failing job's
-            # record is removed), and progress.py is no input of this job.
+            if before and not before[-1]["transient"]:
+                earlier = f"attempt {before[-1]['attempt']} failed, and that is not retried: {before[-1]['error']}"
+                fail(RunError(), earlier)
             try:
-                line = where_we_are(cell.label(), out, j.round, j.round_position, j.round_size, os.environ)
+                # Before anything is measured: a read-only or full data/ fails here, naming the directory.
+                storage.probe(out.parent)
+                opts = job.options(j, server_node)
+                record = remeasure.measure_until_clean(
+                    lambda: measure(cell, opts, paths, log, progress), opts.remeasure_attempts, progress
+                )
+                record |= {
+                    "node": j.options["runtime"],
+                    "node_binary": server_node["binary"],
+                    "node_sha256": server_node["sha256"],
+                    "node_package": server_node["package"],
+                    "client_node_version": pipeline_node["version"] if pipeline_node else None,
+                    "round_position": j.round_position,
+                    "round_size": j.round_size,
+                    "session": os.environ.get("NODEBENCH_SESSION"),
+                    "attempt": attempt,
+                    "retried_after": before[-1]["error"] if before else None,
+                }
+                check_record(record, paths.run_schema)
+                storage.write_atomically(out, json.dumps(record, indent=1) + "\n")
+                # The record is written: saying where the invocation stands is no reason to lose it (a failing job's
+                # record is removed), and progress.py is no input of this job.
+                try:
+                    line = where_we_are(cell.label(), out, j.round, j.round_position, j.round_size, os.environ)
+                except Exception as e:
+                    line = f"measured {cell.label()} (where it stands could not be said: {type(e).__name__}: {e})"
+                progress(line)
+            except (RunError, DatabaseError, PortInUseError, StorageError) as e:
+                fail(e)
             except Exception as e:
-                line = f"measured {cell.label()} (where it stands could not be said: {type(e).__name__}: {e})"
-            progress(line)
-        except (RunError, DatabaseError, PortInUseError, StorageError) as e:
-            fail(e)
-        except Exception as e:
-            psycopg = sys.modules.get("psycopg")
-            if psycopg is not None and isinstance(e, psycopg.Error):
-                fail(database_error(e))
-            again = attempts.transient(e) and procs.stopping() is None
-            log(f"FAILED (attempt {attempt}, {'transient' if again else 'not retried'}): {type(e).__name__}: {e}")
-            with suppress(OSError):
-                attempts.save(log_path, attempt, f"{type(e).__name__}: {e}", again, before)
+                psycopg = sys.modules.get("psycopg")
+                if psycopg is not None and isinstance(e, psycopg.Error):
+                    # The job's own PostgreSQL shut down under it: only a stop does that (a user's server may restart).
+                    fail(database_error(e, own_cluster=not (j.options.get("database") or {}).get("dsn")))
+                again = attempts.transient(e) and not procs.stopped_by_user()
+                verdict = "transient" if again else "not transient, not retried"
+                log(f"FAILED (attempt {attempt}, {verdict}): {type(e).__name__}: {e}")
+                with suppress(OSError):
+                    attempts.save(log_path, attempt, f"{type(e).__name__}: {e}", again, before)
+                raise
+        except KeyboardInterrupt:
+            # Stopped by a user (Ctrl-C, a closed terminal): saved as not retried, since Snakemake may still start
+            # its retry, which must not measure on after the user stopped the run. A SIGTERM (Snakemake, a
+            # scheduler's time limit) saves nothing, as before: its retry may measure.
+            if procs.stopped_by_user():
+                why = f"stopped by signal {procs.stopping()} (Ctrl-C or a closed terminal)"
+                log(f"STOPPED (attempt {attempt}, not transient, not retried): {why}")
+                with suppress(OSError):
+                    attempts.save(log_path, attempt, why, False, before)
             raise
     attempts.forget(log_path)
 

@@ -12,6 +12,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import psycopg
@@ -19,7 +20,7 @@ import pytest
 
 from conftest import REPO, TWO_CELLS, leftovers, make_project, planned_cells, snakemake
 from nodebench import recovery
-from nodebench.harness import attempts, storage, workspace
+from nodebench.harness import attempts, procs, storage, workspace
 from nodebench.harness.errors import (
     DatabaseError,
     PortInUseError,
@@ -147,25 +148,89 @@ def test_a_database_shut_down_under_the_job_is_not_retried_and_other_database_er
 
 STOPPED = """
 import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # a runner started in the background may have it ignored
 sys.path.insert(0, sys.argv[1])
 from nodebench.harness import procs
-assert procs.stopping() is None
+assert procs.stopping() is None and not procs.stopped_by_user()
 procs.unwind_on_signals()
 try:
     os.kill(os.getpid(), getattr(signal, sys.argv[2]))
     signal.pause()
 except KeyboardInterrupt:
-    print(procs.stopping())
+    print(procs.stopping(), procs.stopped_by_user())
 """
 
 
-@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM", "SIGHUP"])
-def test_a_job_knows_which_signal_is_stopping_it(name):
+@pytest.mark.parametrize(("name", "by_user"), [("SIGINT", True), ("SIGTERM", False), ("SIGHUP", True)])
+def test_a_job_knows_which_signal_is_stopping_it(name, by_user):
     done = subprocess.run(
         [sys.executable, "-c", STOPPED, str(REPO / "scripts"), name], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == str(int(getattr(signal, name)))
+    assert done.stdout.split() == [str(int(getattr(signal, name))), str(by_user)]
+
+
+def stopped_job(tmp_path: Path, monkeypatch, failure, dsn: str = "") -> list[dict]:
+    """measure_run's main on a job whose measurement fails with failure() (the measuring itself stubbed, nothing
+    started); what it saved for the next attempt."""
+    import measure_run
+
+    log = tmp_path / "r1.log"
+    j = SimpleNamespace(
+        inputs={}, out=tmp_path / "r1.json", log=log, attempt=1, round=1, round_position=1, round_size=1,
+        options={"runtime": "system", "database": {"dsn": dsn}},
+    )  # fmt: skip
+    monkeypatch.setattr(procs, "_stopping", [])
+    monkeypatch.setattr(procs, "unwind_on_signals", lambda: None)  # pytest's own handlers stay
+    monkeypatch.setattr(
+        measure_run,
+        "job",
+        SimpleNamespace(
+            parse=lambda argv: j, cell=lambda j: SimpleNamespace(label=lambda: "empty/fastify c10 wrk-1s r1"),
+            server_node=lambda j: {}, paths=lambda j: SimpleNamespace(), options=lambda j, node: SimpleNamespace(
+                remeasure_attempts=0),
+        ),
+    )  # fmt: skip
+    monkeypatch.setattr(measure_run, "measure", lambda *a: failure())
+    with pytest.raises((KeyboardInterrupt, SystemExit)):
+        measure_run.main([])
+    assert not j.out.exists()
+    return attempts.earlier(log, 2)
+
+
+def interrupted(signum: int):
+    def failure():
+        procs._stopping.append(int(signum))
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    return failure
+
+
+def test_a_job_stopped_by_ctrl_c_is_not_retried_and_one_stopped_by_sigterm_may_be(tmp_path, monkeypatch):
+    # Snakemake may still start its retry after a Ctrl-C: that attempt must fail at once, not measure.
+    saved = stopped_job(tmp_path, monkeypatch, interrupted(signal.SIGINT))
+    assert [(s["transient"], s["error"]) for s in saved] == [
+        (False, "stopped by signal 2 (Ctrl-C or a closed terminal)")
+    ]
+    # A scheduler's time limit sends SIGTERM: nothing is saved, so a retry measures, as before.
+    assert stopped_job(tmp_path, monkeypatch, interrupted(signal.SIGTERM)) == []
+
+
+def test_a_database_shut_down_under_a_job_is_not_retried_unless_it_is_the_users_server(tmp_path, monkeypatch):
+    def shut_down():
+        raise psycopg.errors.AdminShutdown("terminating connection due to administrator command")
+
+    (own,) = stopped_job(tmp_path, monkeypatch, shut_down)
+    assert own["transient"] is False and "shut down while the job used it" in own["error"]
+    (users,) = stopped_job(tmp_path, monkeypatch, shut_down, dsn="postgresql://db.example/bench")
+    assert users["transient"] is True and users["error"].startswith("database error: ")
+
+    def refused_after_ctrl_c():  # what a child that died of the same Ctrl-C first looks like
+        procs._stopping.append(int(signal.SIGINT))
+        raise DatabaseError("connection to server at 127.0.0.1 failed: Connection refused")
+
+    (after,) = stopped_job(tmp_path, monkeypatch, refused_after_ctrl_c)
+    assert after["transient"] is False and after["error"].endswith("(the job was being stopped by signal 2)")
 
 
 def test_a_failed_attempt_is_kept_for_the_next_one(tmp_path: Path):

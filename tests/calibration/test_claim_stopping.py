@@ -116,21 +116,28 @@ def test_a_true_claim_is_rarely_refuted_and_a_false_one_rarely_reproduced(c, tru
     moderate = campaigns(c, truth, 0.05 if c is RATIO else 2.5, "normal", "reach", [6, 10], seed=10)
     got = verdicts(c, moderate, truth)
     right = C.REPRODUCED if wrong == C.NOT_REPRODUCED else C.NOT_REPRODUCED
-    assert got[wrong] <= 1 - looks.stated_coverage([6, 10]) and got[right] > 0.5, got
+    # Without the rule for claims beyond reach the power here is 94 % (ratio) and 96 % (share); with REACH_FACTOR 1
+    # it fell to 71 % and 76 %.
+    assert got[wrong] <= 1 - looks.stated_coverage([6, 10]) and got[right] > 0.9, got
 
 
 def test_the_simulated_rule_is_the_looks_own():
     # For 40 campaigns, the block's look through the real path (a runs table, stopping_widths, looks.decide_claims)
     # stops at the same look as the vectorised rule above.
+    # Under 5 % noise the width decides; under 20 % a claim is beyond reach at some looks, so both parts are wired.
     looks_ = [6, 10, 14, 20]
-    found = campaigns(RATIO, 4.37, 0.05, "normal", "reach", looks_, seed=3)
-    for i in range(40):
-        per_round = found["values"][i]
-        for n in looks_:
-            table = runs(
-                {("empty", "fastify"): [1000.0 * x for x in per_round[:n]], ("empty", "express"): [1000.0] * n}
-            )
-            look = looks.decide_claims(C.stopping_widths([RATIO], table), n, looks_)
-            if look["stop"]:
-                break
-        assert n == found["n"][i]
+    beyond = 0
+    for sd in (0.05, 0.2):
+        found = campaigns(RATIO, 4.37, sd, "normal", "reach", looks_, seed=3)
+        for i in range(40):
+            per_round = found["values"][i]
+            for n in looks_:
+                table = runs(
+                    {("empty", "fastify"): [1000.0 * x for x in per_round[:n]], ("empty", "express"): [1000.0] * n}
+                )
+                look = looks.decide_claims(C.stopping_widths([RATIO], table), n, looks_)
+                if look["stop"]:
+                    break
+            assert n == found["n"][i]
+            beyond += bool(look["beyond_reach"])
+    assert beyond > 0

@@ -163,12 +163,15 @@ def test_a_look_does_not_wait_for_a_claim_the_rounds_left_cannot_narrow_and_wait
     assert [b["comparison"] for b in beyond["beyond_reach"]] == ["c0"]
     assert beyond["beyond_reach"][0]["at_cap"] == pytest.approx(0.2 * math.sqrt(0.6))
     text = looks.sentence(beyond | {"stop_on": "claims"})
-    assert "It stopped after 6 rounds, every one of 1 claims within it" in text
+    assert "It stopped after 6 rounds, its one claim within it" in text
     assert "1 claim (c0) could not reach that by the cap of 10 rounds at the spread observed" in text
     for h in (0.12, 0.06):
         within = looks.decide_claims(widths([h, 0.01], [6, 6]), 6, [6, 10])
         assert not within["stop"] and within["beyond_reach"] == []
         assert [w["comparison"] for w in within["wider_than_target"]] == ["c0"]
+    # A claim with no band to narrow to (target 0) is never beyond reach: its block measures to the cap.
+    unbanded = looks.decide_claims(widths([0.3], [6], target=0.0), 6, [6, 10])
+    assert not unbanded["stop"] and unbanded["beyond_reach"] == []
     # No interval yet (fewer than two rounds): waited for, as before.
     assert not looks.decide_claims(widths([math.inf], [1]), 6, [6, 10])["stop"]
     # At the cap nothing is beyond reach: the wide claim is named as still too wide.

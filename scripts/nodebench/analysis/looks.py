@@ -130,9 +130,11 @@ REACH_FACTOR = 2.0
 
 def beyond_reach(half_width, n, rounds: int, cap: int, target) -> np.ndarray:
     """Before the cap: whether each claim's half-width projected to the cap (projected_width) is still more than
-    REACH_FACTOR times its target. It reads the width and the rounds only, never where the interval lies."""
+    REACH_FACTOR times its target. It reads the width and the rounds only, never where the interval lies. A claim
+    with no band to narrow to (target 0: claims.width_target) is never beyond reach: its block measures to the cap."""
     at_cap = projected_width(half_width, n, rounds, cap)
-    return (rounds < cap) & np.isfinite(at_cap) & (at_cap > REACH_FACTOR * np.asarray(target, dtype=float))
+    target = np.asarray(target, dtype=float)
+    return (rounds < cap) & np.isfinite(at_cap) & (target > 0) & (at_cap > REACH_FACTOR * target)
 
 
 def decide_claims(found: pd.DataFrame, rounds: int, looks_: list[int], headline: str = DEFAULT_HEADLINE) -> dict:
@@ -217,5 +219,7 @@ def _claims_sentence(look: dict, looks: list[int], n: int, covered: str) -> str:
     if look["capped"]:
         return f"{plan}. It reached the cap of {n} rounds with {_still_wide(look, 'claims')}. {covered}.{aside}"
     return (
-        f"{plan}. It stopped after {n} rounds, every one of {look['comparisons']} claims within it. {covered}.{aside}"
+        f"{plan}. It stopped after {n} rounds, "
+        + ("its one claim" if look["comparisons"] == 1 else f"every one of {look['comparisons']} claims")
+        + f" within it. {covered}.{aside}"
     )

@@ -37,9 +37,10 @@ class DatabaseShutDown(DatabaseError):
 ADMIN_SHUTDOWN = "57P01"
 
 
-def database_error(exc: BaseException) -> DatabaseError:
-    """A psycopg error as the job's error: a shutdown of the database is not retried, anything else may be."""
-    if getattr(exc, "sqlstate", None) == ADMIN_SHUTDOWN:
+def database_error(exc: BaseException, own_cluster: bool = True) -> DatabaseError:
+    """A psycopg error as the job's error: a shutdown of the job's own cluster is not retried (only a stop shuts it
+    down), anything else may be, a shutdown of a user's server (database.dsn: a restart, a failover) among them."""
+    if own_cluster and getattr(exc, "sqlstate", None) == ADMIN_SHUTDOWN:
         return DatabaseShutDown(f"the database was shut down while the job used it (a Ctrl-C or a stop): {exc}")
     return DatabaseError(f"database error: {exc}")
 

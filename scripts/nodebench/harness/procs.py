@@ -255,9 +255,16 @@ def unwind_on_signals() -> None:
 
 
 def stopping() -> int | None:
-    """The signal that is stopping this process, if one came: a failure after it (a child or the job's own
-    PostgreSQL, sent the same Ctrl-C, dying first) is the stop, not a fault another attempt could get past."""
+    """The signal that is stopping this process, if one came."""
     return _stopping[0] if _stopping else None
+
+
+def stopped_by_user() -> bool:
+    """Whether a user stopped this process: Ctrl-C (SIGINT) or a closed terminal (SIGHUP). A failure after it (a
+    child or the job's own PostgreSQL, sent the same Ctrl-C, dying first) is the stop, not a fault another attempt
+    could get past. SIGTERM is not counted: a scheduler's time limit or preemption sends it too, and a retry may
+    then measure."""
+    return stopping() in (signal.SIGINT, signal.SIGHUP)
 
 
 def tail(path: Path, lines: int = 8, sep: str = " | ") -> str:

@@ -113,12 +113,15 @@ def test_a_true_claim_is_rarely_refuted_and_a_false_one_rarely_reproduced(c, tru
     noisy = campaigns(c, truth, 0.08 if c is RATIO else 4.0, "t2", "reach", [6, 10], seed=9)
     got = verdicts(c, noisy, truth)
     assert got[wrong] <= 1 - looks.stated_coverage([6, 10]), got
-    moderate = campaigns(c, truth, 0.05 if c is RATIO else 2.5, "normal", "reach", [6, 10], seed=10)
-    got = verdicts(c, moderate, truth)
+    sd = 0.05 if c is RATIO else 2.5
+    got = verdicts(c, campaigns(c, truth, sd, "normal", "reach", [6, 10], seed=10), truth)
     right = C.REPRODUCED if wrong == C.NOT_REPRODUCED else C.NOT_REPRODUCED
-    # Without the rule for claims beyond reach the power here is 94 % (ratio) and 96 % (share); with REACH_FACTOR 1
-    # it fell to 71 % and 76 %.
-    assert got[wrong] <= 1 - looks.stated_coverage([6, 10]) and got[right] > 0.9, got
+    assert got[wrong] <= 1 - looks.stated_coverage([6, 10]) and got[right] > 0.5, got
+    # Not waiting for claims beyond reach costs little power: a true claim was reproduced in 93.4 % (ratio) and
+    # 95.4 % (share) of campaigns, against 93.9 % and 95.8 % by the width alone; with REACH_FACTOR 1 it fell to 71 %
+    # and 76 %, which this catches.
+    alone = verdicts(c, campaigns(c, truth, sd, "normal", "width", [6, 10], seed=10), truth)
+    assert got[right] >= alone[right] - 0.02, (got, alone)
 
 
 def test_the_simulated_rule_is_the_looks_own():
